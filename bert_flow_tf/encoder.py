@@ -1,0 +1,59 @@
+"""BertEncoder: token ids in, every layer's hidden states out (TF-Hub's input and output names).
+
+Legend: B = batch size, S = sequence length, H = hidden size, L = number of transformer blocks.
+"""
+import tensorflow as tf
+import tf_keras as keras
+
+from bert_flow_tf import layers
+
+
+class BertEncoder(keras.layers.Layer):
+  """BERT as in google-research/bert `modeling.py`, as one Keras layer.
+
+  Call args:
+    inputs: dict of int32 [B, S] tensors `input_word_ids`, `input_mask` (1 = token, 0 = padding) and
+      `input_type_ids`.
+    training: bool. Dropout is active only when True.
+
+  Returns a dict:
+    embedding_output: float32 [B, S, H], the embedding layer's output (after its LayerNorm).
+    encoder_outputs: list of L float32 [B, S, H]; index 0 is block 1 (no embedding entry, as the original's
+      `all_encoder_layers`).
+    sequence_output: float32 [B, S, H], the last block's output (= encoder_outputs[-1]).
+    pooled_output: float32 [B, H], tanh(dense(sequence_output[:, 0])), BERT's pooler.
+  """
+
+  def __init__(self, config, **kwargs):
+    super().__init__(**kwargs)
+    self.config = config
+    self.embeddings = layers.BertEmbeddings(config, name="embeddings")
+    self.blocks = [layers.TransformerBlock(config, name=f"layer_{i}") for i in range(config.num_hidden_layers)]
+    self.pooler = keras.layers.Dense(config.hidden_size, activation="tanh",
+                                     kernel_initializer=layers.initializer(config), name="pooler")
+
+  def call(self, inputs, training=False):
+    word_ids = inputs["input_word_ids"]
+    mask = tf.cast(inputs["input_mask"], tf.float32)                              # [B, S]
+    x = self.embeddings(word_ids, inputs["input_type_ids"], training=training)   # [B, S, H]
+    embedding_output = x
+    attention_bias = (1.0 - mask)[:, tf.newaxis, tf.newaxis, :] * -10000.0       # [B, 1, 1, S]
+    encoder_outputs = []
+    for block in self.blocks:
+      x = block(x, attention_bias, training=training)
+      encoder_outputs.append(x)
+    return {
+        "embedding_output": embedding_output,
+        "encoder_outputs": encoder_outputs,
+        "sequence_output": x,
+        "pooled_output": self.pooler(x[:, 0]),                                    # [B, H]
+    }
+
+  def build_variables(self):
+    """Creates every variable by one call on a dummy batch (loaders assign into them)."""
+    ids = tf.zeros([1, 2], tf.int32)
+    self({"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids})
+    return self
+
+  def get_config(self):
+    return {**super().get_config(), "config": self.config.to_dict()}

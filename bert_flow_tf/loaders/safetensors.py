@@ -1,0 +1,55 @@
+"""Loads an HF-format BERT directory: config.json, vocab.txt, model.safetensors (read with numpy, no torch)."""
+import json
+import os
+
+import safetensors.numpy
+
+from bert_flow_tf.config import BertConfig
+from bert_flow_tf.encoder import BertEncoder
+from bert_flow_tf.loaders import names as names_lib
+
+# Keys an HF checkpoint may hold beside the encoder: buffers and task heads.
+_IGNORED_PREFIXES = ("embeddings.position_ids", "cls.", "qa_outputs.", "classifier.")
+
+
+def is_hf_dir(path):
+  return os.path.isfile(os.path.join(path, "config.json")) and (
+      os.path.isfile(os.path.join(path, "model.safetensors")))
+
+
+def _normalise_key(key):
+  """Drops a "bert." model prefix and maps old gamma/beta LayerNorm names to weight/bias."""
+  if key.startswith("bert."):
+    key = key[len("bert."):]
+  if ".LayerNorm." in key or key.startswith("LayerNorm."):
+    key = key.replace(".gamma", ".weight").replace(".beta", ".bias")
+  return key
+
+
+def read_do_lower_case(model_dir, default=True):
+  """`do_lower_case` from tokenizer_config.json when present, else `default` (HF BertTokenizer's default)."""
+  path = os.path.join(model_dir, "tokenizer_config.json")
+  if not os.path.isfile(path):
+    return default
+  with open(path, encoding="utf-8") as f:
+    return bool(json.load(f).get("do_lower_case", default))
+
+
+def load_hf_encoder(model_dir):
+  """Builds a BertEncoder from an HF-format directory.
+
+  Returns:
+    (BertEncoder, BertConfig).
+  Raises:
+    FileNotFoundError naming the missing file; ValueError listing missing, mismatched or unused tensors.
+  """
+  config = BertConfig.from_hf_json(os.path.join(model_dir, "config.json"))
+  weights_path = os.path.join(model_dir, "model.safetensors")
+  if not os.path.isfile(weights_path):
+    raise FileNotFoundError(f"HF weights not found: {weights_path} (only safetensors are read; convert a "
+                            "pytorch_model.bin with transformers' save_pretrained(safe_serialization=True))")
+  tensors = {_normalise_key(k): v for k, v in safetensors.numpy.load_file(weights_path).items()}
+  encoder = BertEncoder(config).build_variables()
+  names_lib.assign_strict(names_lib.weight_names(encoder), tensors, key=lambda n: n.hf, source=weights_path,
+                          transpose=lambda n: n.hf_transposed, ignore=_IGNORED_PREFIXES)
+  return encoder, config

@@ -1,0 +1,121 @@
+"""Sentence embeddings from BERT's layers, by name.
+
+Layers are numbered 0 (the embedding layer's output, after its LayerNorm) and 1..L (transformer blocks).
+Every mean runs over the non-padding tokens, [CLS] and [SEP] included, as the original code did.
+
+Honest names:
+  last-avg         mean of block L.
+  last2avg         mean of blocks L-1 and L (each token-averaged, then averaged).
+  first-last-avg   mean of blocks 1 and L.
+  emb-avg          mean of layer 0: static word + position + type embeddings, a GloVe-like space.
+  emb-last-avg     mean of layer 0 and block L (what HF-based ports and SimCSE call "first-last").
+  cls              BERT's pooler: tanh(dense(block L at [CLS])).
+  cls-raw          block L's [CLS] vector.
+
+The original's `--sentence_embedding_type` values, with what its code computes:
+  avg                  = last-avg.
+  avg-last-N           mean over i = 0..N-1 of the original's `all_encoder_layers[-i]`; index -0 is 0, the FIRST
+                       block, so it is blocks {1, L, L-1, ..., L-N+2}. `avg-last-2` = first-last-avg, NOT last2avg.
+  avg-last-last-N      block L-N+1 alone (`all_encoder_layers[-N]`).
+  avg-last-concat-N    the same blocks as avg-last-N, concatenated (width N*H). Unreachable in the original, whose
+                       prefix test for "avg-last-" catches it first; offered here with its loop's meaning.
+"""
+import dataclasses
+import re
+
+import tensorflow as tf
+
+
+@dataclasses.dataclass(frozen=True)
+class Pooling:
+  """A resolved pooling: which layers, and how they combine.
+
+  Attributes:
+    name: str. The name as asked for.
+    layers: tuple of int. Layer numbers (0 = embeddings, 1..L = blocks).
+    mode: str. "mean" (token-mean of each layer, then the mean over layers), "concat" (token-means
+      concatenated), "cls-pooler" or "cls-token".
+  """
+  name: str
+  layers: tuple
+  mode: str
+
+  def describe(self):
+    what = {"mean": "mean of token-means of", "concat": "concatenated token-means of",
+            "cls-pooler": "tanh pooler on [CLS] of", "cls-token": "[CLS] vector of"}[self.mode]
+    return f"{self.name}: {what} layer(s) {', '.join(map(str, self.layers))} (0 = embeddings)"
+
+  def output_dim(self, hidden_size):
+    return hidden_size * (len(self.layers) if self.mode == "concat" else 1)
+
+
+NAMES = ("last-avg", "last2avg", "first-last-avg", "emb-avg", "emb-last-avg", "cls", "cls-raw", "avg",
+         "avg-last-N", "avg-last-last-N", "avg-last-concat-N")
+
+
+def _original_blocks(n, num_layers):
+  """Block numbers of the original loop `all_encoder_layers[-i] for i in range(n)`."""
+  if not 1 <= n <= num_layers:
+    raise ValueError(f"N={n} is outside 1..{num_layers} (the model has {num_layers} blocks)")
+  return tuple(1 if i == 0 else num_layers + 1 - i for i in range(n))
+
+
+def resolve(name, num_layers):
+  """Turns a pooling name into a Pooling for a model of `num_layers` blocks.
+
+  Raises:
+    ValueError naming the bad value and the allowed ones.
+  """
+  last = num_layers
+  fixed = {
+      "last-avg": ((last,), "mean"), "avg": ((last,), "mean"),
+      "last2avg": ((last - 1, last), "mean"),
+      "first-last-avg": ((1, last), "mean"),
+      "emb-avg": ((0,), "mean"),
+      "emb-last-avg": ((0, last), "mean"),
+      "cls": ((last,), "cls-pooler"),
+      "cls-raw": ((last,), "cls-token"),
+  }
+  if name in fixed:
+    layer_ids, mode = fixed[name]
+    return Pooling(name, layer_ids, mode)
+  match = re.fullmatch(r"avg-last-(last-|concat-)?(\d+)", name)
+  if match:
+    kind, n = match.group(1), int(match.group(2))
+    if kind == "last-":
+      if not 1 <= n <= num_layers:
+        raise ValueError(f"{name}: N={n} is outside 1..{num_layers}")
+      return Pooling(name, (num_layers + 1 - n,), "mean")
+    return Pooling(name, _original_blocks(n, num_layers), "concat" if kind else "mean")
+  raise ValueError(f"unknown sentence_embedding_type {name!r}; allowed: {', '.join(NAMES)} (N a number)")
+
+
+def masked_mean(hidden, input_mask):
+  """Token mean over non-padding positions. hidden [B, S, H], input_mask int [B, S] -> [B, H]."""
+  mask = tf.cast(input_mask, hidden.dtype)[:, :, tf.newaxis]                  # [B, S, 1]
+  return tf.reduce_sum(hidden * mask, axis=1) / tf.reduce_sum(mask, axis=1)
+
+
+def pool(pooling, outputs, input_mask):
+  """Applies a Pooling to an encoder's outputs.
+
+  Args:
+    pooling: Pooling, from resolve().
+    outputs: dict from BertEncoder (or a TF-Hub encoder): `encoder_outputs`, `pooled_output`, and
+      `embedding_output` when layer 0 is used.
+    input_mask: int [B, S].
+
+  Returns:
+    float32 [B, H] (or [B, N*H] for concat).
+  """
+  if pooling.mode == "cls-pooler":
+    return outputs["pooled_output"]
+  if pooling.mode == "cls-token":
+    return outputs["encoder_outputs"][-1][:, 0]
+  if 0 in pooling.layers and "embedding_output" not in outputs:
+    raise ValueError(f"{pooling.name} needs the embedding layer's output, which this encoder does not expose")
+  hidden = [outputs["embedding_output"] if i == 0 else outputs["encoder_outputs"][i - 1] for i in pooling.layers]
+  means = [masked_mean(h, input_mask) for h in hidden]
+  if pooling.mode == "concat":
+    return tf.concat(means, axis=-1)
+  return tf.add_n(means) / float(len(means))
