@@ -1,0 +1,5 @@
+"""Evaluation and training data: sentence-pair readers and the task registry."""
+from bert_flow_tf.data.pairs import PairSet
+from bert_flow_tf.data.pairs import Task
+from bert_flow_tf.data.tasks import load_task
+from bert_flow_tf.data.tasks import TASK_NAMES
