@@ -78,7 +78,7 @@ class SelfAttention(keras.layers.Layer):
 
   def build(self, input_shape):
     c = self.config
-    dense = lambda name: keras.layers.Dense(c.hidden_size, kernel_initializer=initializer(c)ializer(c), name=name)
+    dense = lambda name: keras.layers.Dense(c.hidden_size, kernel_initializer=initializer(c), name=name)
     self.query, self.key, self.value = dense("query"), dense("key"), dense("value")
     self.dropout = keras.layers.Dropout(c.attention_probs_dropout_prob)
     super().build(input_shape)
@@ -108,7 +108,8 @@ class TransformerBlock(keras.layers.Layer):
   def build(self, input_shape):
     c = self.config
     self.attention = SelfAttention(c, name="attention")
-    self.attention_output = keras.layers.Dense(c.hidden_size, kernel_initializer=initializer(c), name="attention_output")
+    self.attention_output = keras.layers.Dense(
+        c.hidden_size, kernel_initializer=initializer(c), name="attention_output")
     self.attention_layer_norm = keras.layers.LayerNormalization(
         epsilon=c.layer_norm_eps, name="attention_layer_norm")
     self.intermediate = keras.layers.Dense(

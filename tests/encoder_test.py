@@ -1,0 +1,70 @@
+"""BertEncoder on a tiny config: shapes, masking, dropout only in training, config readers."""
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_flow_tf.config import BertConfig
+from bert_flow_tf.encoder import BertEncoder
+from bert_flow_tf import layers
+
+TINY = BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                  intermediate_size=37, max_position_embeddings=16, type_vocab_size=2)
+
+
+def _inputs(ids, mask):
+  ids = tf.constant(ids, tf.int32)
+  return {"input_word_ids": ids, "input_mask": tf.constant(mask, tf.int32), "input_type_ids": tf.zeros_like(ids)}
+
+
+def test_output_shapes():
+  encoder = BertEncoder(TINY)
+  out = encoder(_inputs([[1, 5, 6, 2, 0], [1, 7, 2, 0, 0]], [[1, 1, 1, 1, 0], [1, 1, 1, 0, 0]]))
+  assert out["embedding_output"].shape == (2, 5, 32)
+  assert len(out["encoder_outputs"]) == 3
+  assert all(h.shape == (2, 5, 32) for h in out["encoder_outputs"])
+  assert out["sequence_output"] is out["encoder_outputs"][-1]
+  assert out["pooled_output"].shape == (2, 32)
+  assert np.all(np.abs(out["pooled_output"].numpy()) <= 1.0)
+
+
+def test_padding_does_not_change_real_tokens():
+  encoder = BertEncoder(TINY)
+  short = encoder(_inputs([[1, 5, 6, 2]], [[1, 1, 1, 1]]))["sequence_output"].numpy()
+  padded = encoder(_inputs([[1, 5, 6, 2, 0, 0]], [[1, 1, 1, 1, 0, 0]]))["sequence_output"].numpy()
+  np.testing.assert_allclose(padded[:, :4], short, atol=1e-5)
+
+
+def test_dropout_only_in_training():
+  encoder = BertEncoder(TINY)
+  inputs = _inputs([[1, 5, 6, 2]], [[1, 1, 1, 1]])
+  a = encoder(inputs, training=False)["sequence_output"].numpy()
+  b = encoder(inputs, training=False)["sequence_output"].numpy()
+  c = encoder(inputs, training=True)["sequence_output"].numpy()
+  np.testing.assert_array_equal(a, b)
+  assert np.abs(a - c).max() > 1e-3
+
+
+def test_gelu_variants_differ_and_match_formulas():
+  x = tf.constant([-2.0, -0.5, 0.0, 0.7, 3.0])
+  from scipy.special import erf
+  exact = 0.5 * x.numpy() * (1 + erf(x.numpy() / np.sqrt(2)))
+  np.testing.assert_allclose(layers.gelu_erf(x).numpy(), exact, atol=1e-6)
+  assert np.abs(layers.gelu_tanh(x).numpy() - exact).max() > 1e-5
+
+
+def test_config_readers_map_gelu_by_format(tmp_path):
+  raw = {"vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+         "intermediate_size": 37, "hidden_act": "gelu"}
+  path = tmp_path / "c.json"
+  path.write_text(json.dumps(raw))
+  assert BertConfig.from_google_json(str(path)).hidden_act == "gelu_tanh"
+  assert BertConfig.from_hf_json(str(path)).hidden_act == "gelu_erf"
+
+
+def test_config_errors_name_the_problem(tmp_path):
+  with pytest.raises(FileNotFoundError, match="nowhere.json"):
+    BertConfig.from_hf_json(str(tmp_path / "nowhere.json"))
+  with pytest.raises(ValueError, match="hidden_size \\(30\\).*num_attention_heads \\(4\\)"):
+    BertConfig(vocab_size=9, hidden_size=30, num_attention_heads=4)
