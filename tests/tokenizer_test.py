@@ -108,7 +108,12 @@ def test_saved_model_works_without_vocab_file(vocab_file, tmp_path):
 
   module = tf.Module()
   module.tokenizer = tokenizer_lib.BertTokenizer(vocab_file, max_seq_length=8)
-  module.encode = tf.function(lambda s: module.tokenizer(s), input_signature=[tf.TensorSpec([None], tf.string)])
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+  def encode(sentences):
+    return module.tokenizer(sentences)
+
+  module.encode = encode
   sentences = tf.constant(["UNaffable, CAFÉ runnING!", "the xyz"])
   expected = module.encode(sentences)
   export_dir = tmp_path / "export"
