@@ -1,0 +1,247 @@
+"""Unsupervised calibrations of sentence vectors, the baselines of the paper's Table 5 and BERT-whitening.
+
+Each calibration is fitted on a matrix of sentence vectors x [N, D] (computed in float64) and then maps any
+[M, D] matrix to float64 [M, D'] (D' = D except whitening-k, D' = k):
+
+  Whitening(k)            BERT-whitening (Su et al. 2021): y = (x - mu) W, W = U diag(1 / sqrt(s)) from the
+                          SVD U diag(s) U^T of the covariance (N - 1 normalised, as np.cov); keeping the
+                          first k columns of W gives "whitening-k". Covariance of y on the fit data = I.
+  StandardNormalization   "SN" (paper Sec. 4.3): y = (x - mu) / sigma per dimension.
+  Natsv(k)                "NATSV", all-but-the-top (Mu & Viswanath 2018): y = x~ - sum_{i<=k} (u_i . x~) u_i,
+                          x~ = x - mu, u_i the top-k principal directions of the centered fit data.
+  SnNatsv(k)              SN, then NATSV(k) fitted on the SN output.
+
+Near-zero variances (constant dimensions; all-MiniLM-L6-v2 has two near-constant ones) are guarded with
+EPS: SN divides by sqrt(var + EPS) and whitening by sqrt(max(s, EPS * max(s))) (eigenvalues above that floor are
+exact), so the output stays finite
+(a constant dimension maps to 0).
+
+Every object has `fit(x) -> self`, `transform(x)`, `save(path)` (npz, atomic) and `Cls.load(path)`;
+`load_baseline(path)` restores any of them. `make_baseline(name)` builds an unfitted one from its method name.
+"""
+import io
+import os
+import re
+import tempfile
+
+import numpy as np
+
+EPS = 1e-12
+_FORMS = '"whitening", "whitening-K", "sn", "natsv-K", "sn+natsv-K" (K a positive integer)'
+
+
+def _as_matrix(x):
+  x = np.asarray(x, np.float64)
+  if x.ndim != 2:
+    raise ValueError(f"expected sentence vectors [N, D], got shape {x.shape}")
+  return x
+
+
+class _Calibration:
+  """Shared fit/transform/save plumbing; subclasses define `_fit`, `_apply`, `name` and `_ARRAYS`."""
+  _ARRAYS = ()
+
+  def fit(self, x):
+    """Fits on sentence vectors x [N, D]; returns self."""
+    x = _as_matrix(x)
+    if x.shape[0] < 2:
+      raise ValueError(f"{self.name}: need at least 2 vectors to fit, got {x.shape[0]}")
+    self._fit(x)
+    return self
+
+  def transform(self, x):
+    """Maps x [M, D] to float64 [M, D'] with the fitted statistics."""
+    if not self.fitted:
+      raise ValueError(f"{self.name}: transform called before fit")
+    x = _as_matrix(x)
+    if x.shape[1] != self.dim:
+      raise ValueError(f"{self.name}: fitted on D={self.dim}, got vectors of shape {x.shape}")
+    return self._apply(x)
+
+  @property
+  def fitted(self):
+    return all(getattr(self, a, None) is not None for a in self._ARRAYS)
+
+  def _state(self):
+    return {a: getattr(self, a) for a in self._ARRAYS}
+
+  def _set_state(self, state):
+    for a in self._ARRAYS:
+      setattr(self, a, state[a])
+
+  def save(self, path):
+    """Saves the method name and fitted arrays to the npz file `path` (tmp file + os.replace)."""
+    if not self.fitted:
+      raise ValueError(f"{self.name}: save called before fit")
+    buffer = io.BytesIO()
+    np.savez(buffer, name=np.array(self.name), **{k: v for k, v in self._state().items()})
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".npz.tmp")
+    try:
+      with os.fdopen(fd, "wb") as f:
+        f.write(buffer.getvalue())
+      os.replace(tmp, path)
+    except BaseException:
+      os.unlink(tmp)
+      raise
+
+  @classmethod
+  def load(cls, path):
+    """Restores a calibration saved by `save`; ValueError if the file holds another class."""
+    obj = load_baseline(path)
+    if not isinstance(obj, cls):
+      raise ValueError(f"{path} holds {obj.name!r}, not a {cls.__name__}")
+    return obj
+
+
+class Whitening(_Calibration):
+  """BERT-whitening, optionally keeping the top-k whitened directions.
+
+  Args:
+    k: int or None; None keeps all D directions, else 1 <= k <= D.
+  """
+  _ARRAYS = ("mu", "kernel")
+
+  def __init__(self, k=None):
+    if k is not None and k < 1:
+      raise ValueError(f"whitening k must be a positive integer or None, got {k!r}")
+    self.k = k
+    self.mu = self.kernel = None  # [D], [D, k or D]
+
+  @property
+  def name(self):
+    return "whitening" if self.k is None else f"whitening-{self.k}"
+
+  @property
+  def dim(self):
+    return self.mu.shape[0]
+
+  def _fit(self, x):
+    if self.k is not None and self.k > x.shape[1]:
+      raise ValueError(f"{self.name}: k={self.k} > D={x.shape[1]}")
+    self.mu = x.mean(axis=0)
+    cov = np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1])
+    u, s, _ = np.linalg.svd(cov)
+    kernel = u / np.sqrt(np.maximum(s, EPS * s.max()))[None, :]
+    self.kernel = kernel if self.k is None else kernel[:, :self.k]
+
+  def _apply(self, x):
+    return (x - self.mu) @ self.kernel
+
+
+class StandardNormalization(_Calibration):
+  """Per-dimension standardisation "SN": y = (x - mu) / sqrt(var + EPS) (population variance)."""
+  _ARRAYS = ("mu", "scale")
+  name = "sn"
+
+  def __init__(self):
+    self.mu = self.scale = None  # [D], [D]
+
+  @property
+  def dim(self):
+    return self.mu.shape[0]
+
+  def _fit(self, x):
+    self.mu = x.mean(axis=0)
+    self.scale = np.sqrt(x.var(axis=0) + EPS)
+
+  def _apply(self, x):
+    return (x - self.mu) / self.scale
+
+
+class Natsv(_Calibration):
+  """All-but-the-top: remove the mean and project out the top-k principal directions.
+
+  Args:
+    k: int >= 1, number of principal directions nulled (the paper tunes 1..20 on STS-B dev).
+  """
+  _ARRAYS = ("mu", "directions")
+
+  def __init__(self, k):
+    if not isinstance(k, (int, np.integer)) or k < 1:
+      raise ValueError(f"natsv k must be a positive integer, got {k!r}")
+    self.k = int(k)
+    self.mu = self.directions = None  # [D], [D, k]
+
+  @property
+  def name(self):
+    return f"natsv-{self.k}"
+
+  @property
+  def dim(self):
+    return self.mu.shape[0]
+
+  def _fit(self, x):
+    if self.k > min(x.shape):
+      raise ValueError(f"{self.name}: k={self.k} > min(N, D)={min(x.shape)}")
+    self.mu = x.mean(axis=0)
+    _, _, vt = np.linalg.svd(x - self.mu, full_matrices=False)
+    self.directions = vt[:self.k].T
+
+  def _apply(self, x):
+    centered = x - self.mu
+    return centered - (centered @ self.directions) @ self.directions.T
+
+
+class SnNatsv(_Calibration):
+  """SN followed by NATSV(k) fitted on the standardised vectors."""
+  _ARRAYS = ("mu", "scale", "directions")
+
+  def __init__(self, k):
+    self.sn = StandardNormalization()
+    self.natsv = Natsv(k)
+    self.k = self.natsv.k
+
+  @property
+  def name(self):
+    return f"sn+natsv-{self.k}"
+
+  @property
+  def dim(self):
+    return self.sn.dim
+
+  @property
+  def fitted(self):
+    return self.sn.fitted and self.natsv.fitted
+
+  def _fit(self, x):
+    self.natsv.fit(self.sn.fit(x).transform(x))
+
+  def _apply(self, x):
+    return self.natsv.transform(self.sn.transform(x))
+
+  def _state(self):
+    return {"mu": self.sn.mu, "scale": self.sn.scale, "natsv_mu": self.natsv.mu,
+            "directions": self.natsv.directions}
+
+  def _set_state(self, state):
+    self.sn.mu, self.sn.scale = state["mu"], state["scale"]
+    self.natsv.mu, self.natsv.directions = state["natsv_mu"], state["directions"]
+
+
+def make_baseline(name):
+  """Builds an unfitted calibration from its method name.
+
+  Args:
+    name: str, one of "whitening", "whitening-K", "sn", "natsv-K", "sn+natsv-K" (e.g. "whitening-256",
+      "natsv-7", "sn+natsv-7").
+
+  Returns:
+    Whitening, StandardNormalization, Natsv or SnNatsv; its `.name` equals `name`.
+  """
+  if name == "whitening":
+    return Whitening()
+  if name == "sn":
+    return StandardNormalization()
+  match = re.fullmatch(r"(whitening|natsv|sn\+natsv)-([1-9]\d*)", name) if isinstance(name, str) else None
+  if not match:
+    raise ValueError(f"unknown baseline {name!r}; allowed forms: {_FORMS}")
+  cls = {"whitening": Whitening, "natsv": Natsv, "sn+natsv": SnNatsv}[match.group(1)]
+  return cls(int(match.group(2)))
+
+
+def load_baseline(path):
+  """Restores any calibration saved with `save(path)`."""
+  with np.load(path) as data:
+    obj = make_baseline(str(data["name"]))
+    obj._set_state({k: data[k] for k in data.files if k != "name"})
+  return obj

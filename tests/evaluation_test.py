@@ -1,0 +1,101 @@
+"""Metrics against scipy and hand computations; aggregation; isotropy; edit distance; result writers."""
+import json
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from bert_flow_tf import evaluation
+from bert_flow_tf.data import PairSet
+
+
+def _pairs(name, labels):
+  n = len(labels)
+  return PairSet(name, tuple("a" for _ in range(n)), tuple("b" for _ in range(n)), np.array(labels, np.float64))
+
+
+def test_cosine_rowwise_and_zero_row():
+  a = np.array([[1., 0.], [1., 1.], [0., 0.]])
+  b = np.array([[0., 1.], [2., 2.], [1., 0.]])
+  np.testing.assert_allclose(evaluation.cosine(a, b), [0., 1., 0.], atol=1e-12)
+
+
+def test_correlations_match_scipy():
+  rng = np.random.default_rng(0)
+  x = rng.normal(size=50)
+  y = x + rng.normal(size=50)
+  y[:5] = y[5]  # ties
+  assert evaluation.spearman_x100(x, y) == pytest.approx(100 * scipy.stats.spearmanr(x, y)[0], abs=1e-10)
+  assert evaluation.pearson_x100(x, y) == pytest.approx(100 * np.corrcoef(x, y)[0, 1], abs=1e-10)
+
+
+def test_auc_with_ties_by_hand():
+  # Positives score 0.8, 0.5, 0.5; negatives 0.5, 0.2. Pairs (pos > neg): 0.8 beats both (2), each 0.5
+  # ties the 0.5 (1/2) and beats 0.2 (1): 2 + 1.5 + 1.5 = 5 of 6 pairs.
+  scores = [0.8, 0.5, 0.5, 0.5, 0.2]
+  labels = [1, 1, 1, 0, 0]
+  assert evaluation.auc_x100(scores, labels) == pytest.approx(500. / 6.)
+  with pytest.raises(ValueError, match="both classes"):
+    evaluation.auc_x100([0.1, 0.2], [1, 1])
+
+
+def test_sts_scores_all_mean_wmean_by_hand():
+  first = _pairs("STS12/x", [1., 2., 3.])
+  second = _pairs("STS12/y", [1., 2., 3., 4., 5., 6.])
+  pred_first = [1., 2., 3.]         # Spearman 100
+  pred_second = [6., 5., 4., 3., 2., 1.]  # Spearman -100
+  got = evaluation.sts_scores([first, second], [pred_first, pred_second])
+  assert got["mean"] == pytest.approx(0.)
+  assert got["wmean"] == pytest.approx((3 * 100. - 6 * 100.) / 9)
+  expected_all = 100 * scipy.stats.spearmanr(pred_first + pred_second, [1., 2., 3., 1., 2., 3., 4., 5., 6.])[0]
+  assert got["all"] == pytest.approx(expected_all)
+  single = evaluation.sts_scores([second], {"STS12/y": [1., 3., 2., 4., 5., 6.]})
+  assert single["all"] == single["mean"] == single["wmean"] == pytest.approx(100 * (1 - 6 * 2 / (6 * 35)))
+
+
+def test_isotropy_separates_cone_from_sphere():
+  rng = np.random.default_rng(0)
+  sphere = rng.normal(size=(2000, 16))
+  cone = sphere * 0.1 + 3.
+  iso, aniso = evaluation.isotropy(sphere), evaluation.isotropy(cone)
+  assert abs(iso["mean_cosine"]) < 0.05 and aniso["mean_cosine"] > 0.9
+  assert iso["mean_norm_ratio"] < 0.1 and aniso["mean_norm_ratio"] > 0.9
+  assert iso["top1_variance"] < 0.15 and iso["condition_number"] < 2.
+  stretched = sphere * np.array([10.] + [1.] * 15)
+  assert evaluation.isotropy(stretched)["top1_variance"] > 0.8
+
+
+def test_edit_distance_words_lowercased():
+  assert evaluation.edit_distance("I like this restaurant", "I dislike this restaurant") == 1
+  assert evaluation.edit_distance("A man plays", "a MAN plays guitar") == 1
+  assert evaluation.edit_distance("kitten sat", "sitting sat down") == 2
+  assert evaluation.edit_distance("", "a b c") == 3
+
+
+def test_lexical_correlation_sign():
+  pairs = [("a b c", "a b c"), ("a b c", "a b d"), ("a b c", "x y c"), ("a b c", "x y z")]
+  assert evaluation.lexical_correlation(pairs, [4., 3., 2., 1.]) == pytest.approx(-100.)
+
+
+def test_result_validation_and_json(tmp_path):
+  results = [evaluation.Result("STS-B", "none", None, "spearman", None, 47.29),
+             evaluation.Result("STS12", "flow", "target", "spearman", "all", 63.48),
+             evaluation.Result("STS12", "flow", "target", "spearman", "wmean", 60.0),
+             evaluation.Result("QNLI", "sn+natsv-6", "target", "auc", None, 70.3)]
+  path = tmp_path / "results.json"
+  evaluation.write_results_json(str(path), "bert-base", "last2avg", results)
+  data = json.loads(path.read_text())
+  assert data["model"] == "bert-base" and data["sentence_embedding_type"] == "last2avg"
+  assert data["results"][1] == {"dataset": "STS12", "method": "flow", "fit_on": "target", "metric": "spearman",
+                                "aggregation": "all", "value": 63.48}
+  assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+  with pytest.raises(ValueError, match="Result.method='natsv'"):
+    evaluation.Result("STS-B", "natsv", "target", "spearman", None, 1.)
+  with pytest.raises(ValueError, match="Result.dataset='STS17'"):
+    evaluation.Result("STS17", "none", None, "spearman", None, 1.)
+  table = evaluation.results_markdown(results)
+  lines = table.splitlines()
+  assert lines[0] == "| method | STS-B | STS12 | QNLI |"
+  assert lines[2] == "| none | 47.29 | - | - |"
+  assert lines[3] == "| flow (target) | - | 63.48 | - |"
+  assert "| flow (target) | 60.00 |" in table
