@@ -1,0 +1,96 @@
+"""AdamWeightDecay: BERT's Adam with decoupled weight decay, as BERT-flow trains its flow.
+
+Ported from the original's `optimization_bert_flow.py` (`AdamWeightDecayOptimizer`):
+  m <- beta_1 m + (1 - beta_1) g,   v <- beta_2 v + (1 - beta_2) g^2,
+  theta <- theta - lr * (m / (sqrt(v) + epsilon) + weight_decay_rate * theta)   [no bias correction]
+where the decay term is skipped for variables whose name matches (re.search) any pattern of
+`exclude_from_weight_decay`, and gradients are first clipped to global norm 1.0.
+
+In the original none of the flow's variable names (b, logs, W, ...) matches "LayerNorm",
+"layer_norm" or "bias", so every flow variable decays; ours are named the same way.
+
+This is a `tf_keras` optimizer: the learning rate may be a float or a
+`keras.optimizers.schedules.LearningRateSchedule` (evaluated at `iterations`, which
+`apply_gradients` increments), and under `tf.distribute` (call `apply_gradients` inside
+`strategy.run`) gradients are summed across replicas before clipping, as Keras does.
+"""
+import tensorflow as tf
+import tf_keras as keras
+
+DEFAULT_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
+
+
+class AdamWeightDecay(keras.optimizers.Optimizer):
+  """Adam without bias correction plus decoupled weight decay (BERT's AdamWeightDecayOptimizer).
+
+  Keras applies the decay (theta -= lr * rate * theta) just before the Adam step; both use the
+  same theta, so this equals the original's single update.
+
+  Args:
+    learning_rate: float or `keras.optimizers.schedules.LearningRateSchedule`. The original's
+      flow used a constant 1e-3 (`--flow_learning_rate`).
+    weight_decay_rate: float. Decoupled decay rate; 0 disables it.
+    beta_1: float. First-moment decay.
+    beta_2: float. Second-moment decay.
+    epsilon: float. Added to sqrt(v).
+    exclude_from_weight_decay: sequence of str. Regex patterns; a variable whose name matches
+      any of them is not decayed.
+    global_clipnorm: float or None. Gradients are clipped to this global norm (None: no clip).
+    name: str.
+    **kwargs: other `keras.optimizers.Optimizer` arguments (e.g. jit_compile).
+  """
+
+  def __init__(self,
+               learning_rate=1e-3,
+               weight_decay_rate=0.01,
+               beta_1=0.9,
+               beta_2=0.999,
+               epsilon=1e-6,
+               exclude_from_weight_decay=DEFAULT_EXCLUDE,
+               global_clipnorm=1.0,
+               name="AdamWeightDecay",
+               **kwargs):
+    kwargs.setdefault("jit_compile", False)
+    super().__init__(name=name, weight_decay=weight_decay_rate or None,
+                     global_clipnorm=global_clipnorm, **kwargs)
+    self._learning_rate = self._build_learning_rate(learning_rate)
+    self.weight_decay_rate = weight_decay_rate
+    self.beta_1 = beta_1
+    self.beta_2 = beta_2
+    self.epsilon = epsilon
+    self.exclude_patterns = tuple(exclude_from_weight_decay or ())
+    self.exclude_from_weight_decay(var_names=list(self.exclude_patterns))
+
+  def build(self, var_list):
+    """Creates the first and second moments (m, v) of every variable, zero-initialised."""
+    super().build(var_list)
+    if getattr(self, "_built", False):
+      return
+    self._built = True
+    self._m = [self.add_variable_from_reference(v, "adam_m") for v in var_list]
+    self._v = [self.add_variable_from_reference(v, "adam_v") for v in var_list]
+
+  def update_step(self, gradient, variable):
+    """Adam step without bias correction (the weight decay is applied by the base class)."""
+    if isinstance(gradient, tf.IndexedSlices):
+      # The original densified sparse gradients (tf.gradients + clip_by_global_norm) too.
+      gradient = tf.convert_to_tensor(gradient)
+    lr = tf.cast(self.learning_rate, variable.dtype)
+    index = self._index_dict[self._var_key(variable)]
+    m, v = self._m[index], self._v[index]
+    m.assign(self.beta_1 * m + (1.0 - self.beta_1) * gradient)
+    v.assign(self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient))
+    variable.assign_sub(lr * m / (tf.sqrt(v) + self.epsilon))
+
+  def get_config(self):
+    config = super().get_config()
+    config.pop("weight_decay", None)
+    config.update(
+        learning_rate=self._serialize_hyperparameter(self._learning_rate),
+        weight_decay_rate=self.weight_decay_rate,
+        beta_1=self.beta_1,
+        beta_2=self.beta_2,
+        epsilon=self.epsilon,
+        exclude_from_weight_decay=list(self.exclude_patterns),
+    )
+    return config
