@@ -22,7 +22,7 @@ def tiny(tmp_path_factory):
   tf.random.set_seed(1)
   config = BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                       intermediate_size=37, type_vocab_size=2, max_position_embeddings=64)
-  vocab = tmp_path_factory.mktemp("vocab") / "vocab.txt"
+  vocab = tmp_path_factory.mktemp("vocab") / "tiny-vocab.txt"  # saved by both writers as vocab.txt
   vocab.write_text("\n".join(TOKENS) + "\n")
   return BertEncoder(config).build_variables(), config, str(vocab)
 
@@ -68,6 +68,7 @@ def _write_ckpt(out_dir, config_file, tensors):
 def test_tf1_round_trip_is_exact(tiny, tf1_dir):
   encoder, config, _ = tiny
   assert json.loads((tf1_dir / "bert_config.json").read_text())["hidden_act"] == "gelu"
+  assert (tf1_dir / "vocab.txt").read_text() == "\n".join(TOKENS) + "\n"
   names = {name for name, _ in tf.train.list_variables(str(tf1_dir / "bert_model.ckpt"))}
   assert "bert/encoder/layer_1/attention/self/query/kernel" in names and "bert/pooler/dense/bias" in names
   loaded, loaded_config = tf1_checkpoint.load_tf1_encoder(str(tf1_dir / "bert_config.json"),

@@ -39,12 +39,14 @@ def _read_config(bert_config_file):
 
   The extra branch goes away once config.py's google reader accepts "gelu_erf" itself.
   """
-  if os.path.isfile(bert_config_file):
+  try:
     with open(bert_config_file, encoding="utf-8") as f:
       raw = json.load(f)
-    if raw.get("hidden_act") == EXACT_GELU_WORD:
-      fields = {field.name for field in dataclasses.fields(BertConfig)}
-      return BertConfig(**{k: v for k, v in raw.items() if k in fields})
+  except (OSError, json.JSONDecodeError):
+    raw = None  # from_google_json reports it
+  if isinstance(raw, dict) and raw.get("hidden_act") == EXACT_GELU_WORD and "vocab_size" in raw:
+    fields = {field.name for field in dataclasses.fields(BertConfig)}
+    return BertConfig(**{k: v for k, v in raw.items() if k in fields})
   return BertConfig.from_google_json(bert_config_file)
 
 

@@ -12,6 +12,8 @@ loaded encoder is wrapped in `hub.KerasLayer(..., trainable=True)`, which passes
 is active exactly when the wrapping layer is called with `training=True` (fine-tuning), as for BertEncoder.
 """
 import os
+import shutil
+import tempfile
 
 import tensorflow as tf
 import tensorflow_hub as hub
@@ -49,16 +51,20 @@ def save_hub_encoder(encoder, out_dir, vocab_file=None, do_lower_case=True):
   Args:
     encoder: a built BertEncoder (or any layer with its call contract).
     out_dir: str. SavedModel directory (`saved_model.pb`, `variables/`, `assets/`).
-    vocab_file: str or None. Stored as an asset and as the `vocab_file` attribute.
+    vocab_file: str or None. Stored as `assets/vocab.txt` and as the `vocab_file` attribute.
     do_lower_case: bool. Stored as the `do_lower_case` attribute.
   """
   if not encoder.built:
     raise ValueError("save_hub_encoder needs a built encoder (load weights or call build_variables())")
-  export = _HubExport(encoder, vocab_file, do_lower_case)
-  specs = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
-  for training in (True, False):
-    export.__call__.get_concrete_function(specs, training=training)
-  tf.saved_model.save(export, out_dir)
+  with tempfile.TemporaryDirectory() as tmp:
+    if vocab_file is not None and os.path.basename(vocab_file) != "vocab.txt":
+      # The asset keeps its file name in assets/; TF-Hub's BERT encoders call it vocab.txt.
+      vocab_file = shutil.copyfile(vocab_file, os.path.join(tmp, "vocab.txt"))
+    export = _HubExport(encoder, vocab_file, do_lower_case)
+    specs = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
+    for training in (True, False):
+      export.__call__.get_concrete_function(specs, training=training)
+    tf.saved_model.save(export, out_dir)
 
 
 class HubEncoder(keras.layers.Layer):
@@ -102,7 +108,7 @@ def _find_vocab(model_dir, saved_model, vocab_file, preprocess_dir):
   for path in candidates:
     if path is not None and os.path.isfile(path):
       return path
-  looked = ["the model's vocab_file attribute"] + [p for p in candidates[1:]]
+  looked = ["the model's vocab_file attribute"] + candidates[1:]
   raise FileNotFoundError(f"{model_dir}: no WordPiece vocabulary found; looked at {', '.join(looked)}. Pass "
                           "vocab_file=, or preprocess_dir= (the matching TF-Hub bert_*_preprocess SavedModel).")
 
