@@ -11,7 +11,8 @@ import os
 ACTIVATIONS = ("gelu_tanh", "gelu_erf", "relu", "tanh")
 
 # hidden_act word -> our explicit name, per source format.
-_GOOGLE_ACTIVATIONS = {"gelu": "gelu_tanh", "relu": "relu", "tanh": "tanh"}
+# "gelu_erf" is no google word: save_tf1_checkpoint(allow_exact_gelu=True) writes it for exact-GELU models.
+_GOOGLE_ACTIVATIONS = {"gelu": "gelu_tanh", "gelu_erf": "gelu_erf", "relu": "relu", "tanh": "tanh"}
 _HF_ACTIVATIONS = {"gelu": "gelu_erf", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
                    "relu": "relu", "tanh": "tanh"}
 

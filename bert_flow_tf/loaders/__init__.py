@@ -56,7 +56,7 @@ def detect_format(model_dir):
                    "(TF1), config.json + model.safetensors (HF) or saved_model.pb (TF-Hub encoder)")
 
 
-def load_model(model_dir, do_lower_case=None, vocab_file=None, init_checkpoint=None):
+def load_model(model_dir, do_lower_case=None, vocab_file=None, init_checkpoint=None, preprocess_dir=None):
   """Loads the encoder in `model_dir` (a path or a preset name such as "all-minilm-l6-v2").
 
   Args:
@@ -64,6 +64,7 @@ def load_model(model_dir, do_lower_case=None, vocab_file=None, init_checkpoint=N
     do_lower_case: bool or None. None reads it from the model files where they say, else True.
     vocab_file: str or None. Overrides `<model_dir>/vocab.txt` (TF-Hub encoders keep theirs in assets/).
     init_checkpoint: str or None. TF1 only: a checkpoint prefix other than `<model_dir>/bert_model.ckpt`.
+    preprocess_dir: str or None. TF-Hub only: a matching preprocess SavedModel whose assets hold the vocab.
   """
   source = model_dir
   model_dir = presets.resolve(model_dir)
@@ -83,7 +84,8 @@ def load_model(model_dir, do_lower_case=None, vocab_file=None, init_checkpoint=N
     lower = safetensors.read_do_lower_case(model_dir) if do_lower_case is None else do_lower_case
     return LoadedModel(encoder, config.num_hidden_layers, config.hidden_size, vocab, lower, source, fmt, config)
   from bert_flow_tf.loaders import tfhub
-  return tfhub.load_hub_model(model_dir, vocab_file=vocab_file, do_lower_case=do_lower_case, source=source)
+  return tfhub.load_hub_model(model_dir, vocab_file=vocab_file, do_lower_case=do_lower_case, source=source,
+                              preprocess_dir=preprocess_dir)
 
 
 def load_tf1_files(bert_config_file, vocab_file, init_checkpoint, do_lower_case=True):

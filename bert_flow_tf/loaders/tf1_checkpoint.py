@@ -9,7 +9,6 @@ exact erf GELU that HF models (MiniLM among them) use. `save_tf1_checkpoint` ref
 google's own code (and the original BERT-flow) rejects as an unsupported activation, instead of silently
 computing a different function.
 """
-import dataclasses
 import json
 import os
 import shutil
@@ -34,22 +33,6 @@ def _is_ignored(name):
   return name in _IGNORED_NAMES or name.endswith(_IGNORED_SUFFIXES) or name.startswith(_IGNORED_PREFIXES)
 
 
-def _read_config(bert_config_file):
-  """`BertConfig.from_google_json`, plus the "gelu_erf" word that `save_tf1_checkpoint` may write.
-
-  The extra branch goes away once config.py's google reader accepts "gelu_erf" itself.
-  """
-  try:
-    with open(bert_config_file, encoding="utf-8") as f:
-      raw = json.load(f)
-  except (OSError, json.JSONDecodeError):
-    raw = None  # from_google_json reports it
-  if isinstance(raw, dict) and raw.get("hidden_act") == EXACT_GELU_WORD and "vocab_size" in raw:
-    fields = {field.name for field in dataclasses.fields(BertConfig)}
-    return BertConfig(**{k: v for k, v in raw.items() if k in fields})
-  return BertConfig.from_google_json(bert_config_file)
-
-
 def load_tf1_encoder(bert_config_file, init_checkpoint):
   """Builds a BertEncoder from a google-research TF1 checkpoint, strictly.
 
@@ -67,7 +50,7 @@ def load_tf1_encoder(bert_config_file, init_checkpoint):
       tensor. Adam slots (`*/adam_m`, `*/adam_v`), `global_step` and the pre-training heads (`cls/...`) are
       ignored; nothing else is.
   """
-  config = _read_config(bert_config_file)
+  config = BertConfig.from_google_json(bert_config_file)
   index = init_checkpoint + ".index"
   if not os.path.isfile(index):
     raise FileNotFoundError(f"TF1 checkpoint not found: {index} (init_checkpoint is the prefix, e.g. "
