@@ -2,6 +2,10 @@
 
   python -m bert_flow_tf.encode --model_dir all-minilm-l6-v2 --sentence_embedding_type last-avg \
       --input_file sentences.txt --output_file emb.npy
+
+With a calibration fitted once: `--flow_checkpoint FLOW_DIR` (a fitted-flow directory from run_flow.py) maps the
+embeddings through the flow; `--exported_model EXPORT_DIR/text/1` encodes through an exported text SavedModel
+instead (it already fixes the model, pooling, max_seq_length and flow).
 """
 import time
 
@@ -9,6 +13,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from bert_flow_tf import export
 from bert_flow_tf import io_utils
 from bert_flow_tf import loaders
 from bert_flow_tf import presets
@@ -22,22 +27,42 @@ flags.DEFINE_string("input_file", None, "UTF-8 text, one sentence per line.")
 flags.DEFINE_string("output_file", None, "Where to write the float32 [n, D] .npy (atomically).")
 flags.DEFINE_integer("max_seq_length", 64, "Tokens per sentence including [CLS] and [SEP].")
 flags.DEFINE_integer("batch_size", 64, "Sentences per batch.")
+flags.DEFINE_string("flow_checkpoint", None, "A fitted-flow directory (fit_flow.load_fitted_flow): output the "
+                    "flow's calibrated z instead of the raw pooled vectors.")
+flags.DEFINE_string("exported_model", None, "A text SavedModel (<export_dir>/text/<version>): encode through it "
+                    "instead of building the encoder. Excludes --model_dir, --sentence_embedding_type, "
+                    "--max_seq_length and --flow_checkpoint.")
 flags.mark_flags_as_required(["input_file", "output_file"])
 FLAGS = flags.FLAGS
+_FIXED_BY_EXPORT = ("model_dir", "sentence_embedding_type", "max_seq_length", "flow_checkpoint")
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  if FLAGS.exported_model:
+    clashes = [f"--{name}" for name in _FIXED_BY_EXPORT if FLAGS[name].present]
+    if clashes:
+      raise app.UsageError(f"--exported_model cannot be combined with {', '.join(clashes)}: the exported model "
+                           "already fixes the model, pooling, max_seq_length and flow")
   sentences = io_utils.read_lines(FLAGS.input_file)
-  model = loaders.load_model(FLAGS.model_dir)
-  encoder = SentenceEncoder(model, FLAGS.sentence_embedding_type, FLAGS.max_seq_length)
   start = time.perf_counter()
-  embeddings = encoder.encode(sentences, batch_size=FLAGS.batch_size)
+  if FLAGS.exported_model:
+    embeddings = export.encode_with_saved_model(FLAGS.exported_model, sentences, FLAGS.batch_size)
+    what = f"exported model {FLAGS.exported_model}"
+  else:
+    model = loaders.load_model(FLAGS.model_dir)
+    encoder = SentenceEncoder(model, FLAGS.sentence_embedding_type, FLAGS.max_seq_length)
+    embeddings = encoder.encode(sentences, batch_size=FLAGS.batch_size)
+    what = encoder.pooling.describe()
+    if FLAGS.flow_checkpoint:
+      from bert_flow_tf.fit_flow import load_fitted_flow  # pylint: disable=import-outside-toplevel
+      embeddings = export.apply_flow(load_fitted_flow(FLAGS.flow_checkpoint), embeddings)
+      what += f", then the flow in {FLAGS.flow_checkpoint}"
   seconds = time.perf_counter() - start
   io_utils.save_npy(FLAGS.output_file, embeddings)
   logging.info("wrote %s: %d x %d float32 (%s) in %.1f s, %.0f sentences/s", FLAGS.output_file,
-               *embeddings.shape, encoder.pooling.describe(), seconds, len(sentences) / max(seconds, 1e-9))
+               *embeddings.shape, what, seconds, len(sentences) / max(seconds, 1e-9))
 
 
 if __name__ == "__main__":

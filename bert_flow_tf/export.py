@@ -1,0 +1,219 @@
+"""Servable SavedModels: sentences -> (flow-calibrated) sentence embeddings.
+
+`export_models` writes two SavedModels in TF Serving's layout (`<base>/<version>/`) plus a description:
+
+  <export_dir>/text/<version>/   strings in; tokenizer -> BERT -> pooling -> flow, all in the graph.
+      serving_default: sentences string [B]                       -> embeddings float32 [B, D]
+      similarity:      sentences_a, sentences_b string [B]         -> cosine float32 [B]
+  <export_dir>/ids/<version>/    tokenizer-free (no TF.Text ops), for servers built without them.
+      serving_default: input_word_ids, input_mask, input_type_ids int32 [B, S] -> embeddings float32 [B, D]
+  <export_dir>/export_info.json  model source, pooling, max_seq_length, do_lower_case, flow config, D.
+
+The text model pads each batch to its longest sentence (word pieces + [CLS] + [SEP]), capped at max_seq_length;
+longer sentences are cut as in `SentenceEncoder`. Poolings mask the padding, so the padded length changes the
+result only by float rounding (well below 1e-5). With no flow the embedding is the pooled BERT vector; with a
+flow it is the flow's z (all levels' latents concatenated, width D).
+
+Each SavedModel is written to a hidden temporary directory beside its target and renamed into place, so a crash
+leaves no half-written version (TF Serving ignores names that are not numbers).
+
+Legend: B = batch size, S = padded length, D = embedding width.
+"""
+import json
+import os
+import shutil
+import tempfile
+import types
+
+import numpy as np
+import tensorflow as tf
+
+from bert_flow_tf import io_utils
+from bert_flow_tf import pooling as pooling_lib
+
+INFO_FILE = "export_info.json"
+_IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
+_TEXT_SPEC = tf.TensorSpec([None], tf.string)
+_COSINE_EPS = 1e-12
+
+
+class _IdsEmbedder(tf.Module):
+  """BERT + pooling + optional flow on packed ids; the tokenizer-free SavedModel's root."""
+
+  def __init__(self, sentence_encoder, flow):
+    super().__init__(name="ids_embedder")
+    # The Keras layers sit in an untracked namespace and only their variables are tracked: saving a tracked
+    # Keras layer would also trace and store every sublayer's call (slow, and nothing serving uses).
+    self._layers = types.SimpleNamespace(encoder=sentence_encoder.encoder, flow=flow,
+                                         pooling=sentence_encoder.pooling)
+    self.weights = list(sentence_encoder.encoder.variables) + ([] if flow is None else list(flow.variables))
+    # The vocab ships in assets/ so clients can tokenize; the settings they need to match it are variables.
+    self.vocab_file = sentence_encoder.tokenizer.vocab_file
+    self.do_lower_case = tf.Variable(sentence_encoder.tokenizer.do_lower_case, trainable=False,
+                                     name="do_lower_case")
+    self.max_seq_length = tf.Variable(sentence_encoder.max_seq_length, trainable=False, name="max_seq_length")
+
+  def embed_ids(self, inputs):
+    """Dict of int32 [B, S] -> float32 [B, D]: pooled encoder outputs, through the flow when there is one."""
+    outputs = self._layers.encoder(inputs, training=False)
+    x = pooling_lib.pool(self._layers.pooling, outputs, inputs["input_mask"])  # [B, D]
+    if self._layers.flow is None:
+      return x
+    z, _ = self._layers.flow(x, training=False)
+    return z
+
+  @tf.function(input_signature=[_IDS_SPEC, _IDS_SPEC, _IDS_SPEC])
+  def serve_ids(self, input_word_ids, input_mask, input_type_ids):
+    inputs = {"input_word_ids": input_word_ids, "input_mask": input_mask, "input_type_ids": input_type_ids}
+    return {"embeddings": self.embed_ids(inputs)}
+
+
+class _TextEmbedder(_IdsEmbedder):
+  """The ids embedder behind the in-graph tokenizer; the text SavedModel's root."""
+
+  def __init__(self, sentence_encoder, flow):
+    super().__init__(sentence_encoder, flow)
+    self.tokenizer = sentence_encoder.tokenizer
+
+  def embed_text(self, sentences):
+    """tf.string [B] -> float32 [B, D], each batch padded to its longest sentence (capped at max_seq_length)."""
+    pieces = self.tokenizer.tokenize(sentences)  # ragged int32 [B, (pieces)]
+    lengths = tf.cast(pieces.row_lengths(), tf.int32)  # [B]
+    longest = tf.reduce_max(tf.concat([[0], lengths], axis=0)) + 2  # [CLS] and [SEP]; 2 for an empty batch
+    seq_length = tf.clip_by_value(longest, 2, self.tokenizer.max_seq_length)
+    return self.embed_ids(self.tokenizer.pack(pieces, seq_length))
+
+  @tf.function(input_signature=[_TEXT_SPEC])
+  def serve_text(self, sentences):
+    return {"embeddings": self.embed_text(sentences)}
+
+  @tf.function(input_signature=[_TEXT_SPEC, _TEXT_SPEC])
+  def serve_similarity(self, sentences_a, sentences_b):
+    with tf.control_dependencies([tf.debugging.assert_equal(
+        tf.size(sentences_a), tf.size(sentences_b),
+        message="similarity needs sentences_a and sentences_b of the same length")]):
+      a = self.embed_text(sentences_a)  # [B, D]
+    b = self.embed_text(sentences_b)  # [B, D]
+    norms = tf.maximum(tf.norm(a, axis=1), _COSINE_EPS) * tf.maximum(tf.norm(b, axis=1), _COSINE_EPS)
+    return {"cosine": tf.reduce_sum(a * b, axis=1) / norms}
+
+
+def export_models(sentence_encoder, flow, export_dir, version=1, overwrite=False):
+  """Writes the text and ids SavedModels and export_info.json under `export_dir`.
+
+  Args:
+    sentence_encoder: bert_flow_tf.embed.SentenceEncoder (its tokenizer, encoder, pooling, max_seq_length).
+    flow: a glow.Glow over width D = sentence_encoder.dim (its z is the embedding), or None for the raw
+      pooled vectors.
+    export_dir: str. Base directory.
+    version: int >= 1. TF Serving version directory name.
+    overwrite: bool. Replace existing versions; otherwise an existing one is an error.
+
+  Returns:
+    dict: "text" and "ids" (the SavedModel directories) and "info" (the JSON file).
+
+  Raises:
+    ValueError: a bad version, or a flow whose width is not D.
+    FileExistsError: a version directory exists and overwrite is False.
+  """
+  if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+    raise ValueError(f"version must be an int >= 1 (a TF Serving version directory), got {version!r}")
+  if flow is not None and flow.dim != sentence_encoder.dim:
+    raise ValueError(f"flow width {flow.dim} != embedding width D={sentence_encoder.dim} "
+                     f"({sentence_encoder.pooling.describe()})")
+  paths = {kind: os.path.join(export_dir, kind, str(version)) for kind in ("text", "ids")}
+  for path in paths.values():
+    if os.path.exists(path) and not overwrite:
+      raise FileExistsError(f"{path} exists; pass overwrite=True or choose another version")
+  text = _TextEmbedder(sentence_encoder, flow)
+  _save_atomically(text, paths["text"], {"serving_default": text.serve_text,
+                                         "similarity": text.serve_similarity})
+  ids = _IdsEmbedder(sentence_encoder, flow)
+  _save_atomically(ids, paths["ids"], {"serving_default": ids.serve_ids})
+  info_path = os.path.join(export_dir, INFO_FILE)
+  io_utils.write_text(info_path, json.dumps(export_info(sentence_encoder, flow, version), indent=2) + "\n")
+  return dict(paths, info=info_path)
+
+
+def export_info(sentence_encoder, flow, version):
+  """The JSON-ready description written to export_info.json."""
+  model = sentence_encoder.model
+  return {
+      "model_source": str(model.source),
+      "model_format": model.format,
+      "do_lower_case": bool(model.do_lower_case),
+      "pooling": sentence_encoder.pooling.name,
+      "pooling_description": sentence_encoder.pooling.describe(),
+      "max_seq_length": sentence_encoder.max_seq_length,
+      "padding": "each batch to its longest sentence, capped at max_seq_length",
+      "dim": sentence_encoder.dim,
+      "flow": None if flow is None else {"config": flow.config.to_dict(), "dim": flow.dim, "init": flow.init},
+      "version": version,
+      "signatures": {
+          "text": {"serving_default": "sentences string [B] -> embeddings float32 [B, D]",
+                   "similarity": "sentences_a, sentences_b string [B] -> cosine float32 [B]"},
+          "ids": {"serving_default": "input_word_ids, input_mask, input_type_ids int32 [B, S] -> "
+                                     "embeddings float32 [B, D]"},
+      },
+  }
+
+
+def _save_atomically(module, path, signatures):
+  """tf.saved_model.save into a temporary sibling of `path`, then renames it onto `path`."""
+  parent = os.path.dirname(os.path.abspath(path))
+  os.makedirs(parent, exist_ok=True)
+  tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-")
+  try:
+    tf.saved_model.save(module, tmp, signatures=signatures)
+    if os.path.exists(path):  # overwrite: move the old version aside, swap, then delete it
+      old = tmp + "-old"
+      os.replace(path, old)
+      os.replace(tmp, path)
+      shutil.rmtree(old)
+    else:
+      os.replace(tmp, path)
+  finally:
+    if os.path.exists(tmp):
+      shutil.rmtree(tmp)
+
+
+def load_text_model(path):
+  """Loads a text SavedModel; imports tensorflow_text first so its ops are registered."""
+  import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
+  return tf.saved_model.load(path)
+
+
+def encode_with_saved_model(model, sentences, batch_size=64):
+  """Embeds sentences through a text SavedModel's serving_default, in input order.
+
+  Args:
+    model: a loaded text SavedModel (see `load_text_model`) or its directory.
+    sentences: list of str.
+    batch_size: int. Sentences per call; batches are formed by character length to limit padding.
+
+  Returns:
+    np.float32 [n, D].
+  """
+  if isinstance(model, (str, os.PathLike)):
+    model = load_text_model(os.fspath(model))
+  serve = model.signatures["serving_default"]
+  sentences = list(sentences)
+  order = np.argsort([len(s) for s in sentences], kind="stable")
+  parts = []
+  for start in range(0, len(order), batch_size):
+    batch = tf.constant([sentences[i] for i in order[start:start + batch_size]], tf.string)
+    parts.append(serve(sentences=batch)["embeddings"].numpy())
+  if not parts:
+    width = serve.structured_outputs["embeddings"].shape[-1]
+    return np.zeros([0, width], np.float32)
+  out = np.empty([len(sentences), parts[0].shape[1]], np.float32)
+  out[order] = np.concatenate(parts)
+  return out
+
+
+def apply_flow(flow, embeddings, batch_size=4096):
+  """Maps embeddings [n, D] to the flow's z [n, D] (float32, inference mode), in batches."""
+  embeddings = np.asarray(embeddings, np.float32)
+  parts = [flow(tf.constant(embeddings[i:i + batch_size]), training=False)[0].numpy()
+           for i in range(0, len(embeddings), batch_size)]
+  return np.concatenate(parts) if parts else np.zeros_like(embeddings)
