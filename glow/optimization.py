@@ -14,6 +14,8 @@ This is a `tf_keras` optimizer: the learning rate may be a float or a
 `apply_gradients` increments), and under `tf.distribute` (call `apply_gradients` inside
 `strategy.run`) gradients are summed across replicas before clipping, as Keras does.
 """
+import re
+
 import tensorflow as tf
 import tf_keras as keras
 
@@ -23,8 +25,8 @@ DEFAULT_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
 class AdamWeightDecay(keras.optimizers.Optimizer):
   """Adam without bias correction plus decoupled weight decay (BERT's AdamWeightDecayOptimizer).
 
-  Keras applies the decay (theta -= lr * rate * theta) just before the Adam step; both use the
-  same theta, so this equals the original's single update.
+  The decay is folded into the Adam step as in the original (one update per variable), not
+  applied by Keras' separate `weight_decay` pass.
 
   Args:
     learning_rate: float or `keras.optimizers.schedules.LearningRateSchedule`. The original's
@@ -51,15 +53,13 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
                name="AdamWeightDecay",
                **kwargs):
     kwargs.setdefault("jit_compile", False)
-    super().__init__(name=name, weight_decay=weight_decay_rate or None,
-                     global_clipnorm=global_clipnorm, **kwargs)
+    super().__init__(name=name, global_clipnorm=global_clipnorm, **kwargs)
     self._learning_rate = self._build_learning_rate(learning_rate)
     self.weight_decay_rate = weight_decay_rate
     self.beta_1 = beta_1
     self.beta_2 = beta_2
     self.epsilon = epsilon
     self.exclude_patterns = tuple(exclude_from_weight_decay or ())
-    self.exclude_from_weight_decay(var_names=list(self.exclude_patterns))
 
   def build(self, var_list):
     """Creates the first and second moments (m, v) of every variable, zero-initialised."""
@@ -70,8 +70,14 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     self._m = [self.add_variable_from_reference(v, "adam_m") for v in var_list]
     self._v = [self.add_variable_from_reference(v, "adam_v") for v in var_list]
 
+  def decays(self, variable):
+    """Whether `variable` gets weight decay: a nonzero rate and no exclude pattern in its name."""
+    if not self.weight_decay_rate:
+      return False
+    return not any(re.search(p, variable.name) for p in self.exclude_patterns)
+
   def update_step(self, gradient, variable):
-    """Adam step without bias correction (the weight decay is applied by the base class)."""
+    """theta -= lr * (m / (sqrt(v) + epsilon) + rate * theta), without bias correction."""
     if isinstance(gradient, tf.IndexedSlices):
       # The original densified sparse gradients (tf.gradients + clip_by_global_norm) too.
       gradient = tf.convert_to_tensor(gradient)
@@ -80,11 +86,13 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     m, v = self._m[index], self._v[index]
     m.assign(self.beta_1 * m + (1.0 - self.beta_1) * gradient)
     v.assign(self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient))
-    variable.assign_sub(lr * m / (tf.sqrt(v) + self.epsilon))
+    update = m / (tf.sqrt(v) + self.epsilon)
+    if self.decays(variable):
+      update += self.weight_decay_rate * variable
+    variable.assign_sub(lr * update)
 
   def get_config(self):
     config = super().get_config()
-    config.pop("weight_decay", None)
     config.update(
         learning_rate=self._serialize_hyperparameter(self._learning_rate),
         weight_decay_rate=self.weight_decay_rate,

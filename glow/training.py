@@ -27,7 +27,7 @@ def make_train_step(flow, optimizer, jit_compile=False):
   optimizer.build(variables)
 
   @tf.function(input_signature=[tf.TensorSpec([None, flow.dim], tf.float32)],
-               jit_compile=jit_compile)
+               jit_compile=jit_compile, autograph=False)
   def train_step(x):
     with tf.GradientTape() as tape:
       loss = tf.reduce_mean(flow.nll(x, training=True))
