@@ -4,6 +4,7 @@ One `.npz` per key under the cache directory holds the vectors of a list of uniq
 made for. A file that cannot be read, whose stored key differs, whose shape is off or that holds NaN/inf is
 reported and rebuilt, never used. Writes are atomic.
 """
+import glob
 import hashlib
 import json
 import os
@@ -15,16 +16,21 @@ from absl import logging
 from bert_flow_tf import io_utils
 
 
-def model_fingerprint(model_dir):
-  """A string that changes when the model files change: their names, sizes and modification times."""
-  model_dir = os.path.realpath(model_dir)
-  if not os.path.isdir(model_dir):
-    return model_dir
-  parts = [model_dir]
-  for root, _, files in sorted(os.walk(model_dir)):
-    for name in sorted(files):
-      stat = os.stat(os.path.join(root, name))
-      parts.append(f"{os.path.relpath(os.path.join(root, name), model_dir)}:{stat.st_size}:{stat.st_mtime_ns}")
+def model_fingerprint(model_path):
+  """A string that changes when the model files change: their names, sizes and modification times.
+
+  Args:
+    model_path: a model directory, or a checkpoint prefix (every file starting with it counts).
+  """
+  model_path = os.path.realpath(model_path)
+  if os.path.isdir(model_path):
+    files = [os.path.join(root, name) for root, _, names in os.walk(model_path) for name in names]
+  else:
+    files = glob.glob(glob.escape(model_path) + "*")
+  parts = [model_path]
+  for path in sorted(files):
+    stat = os.stat(path)
+    parts.append(f"{os.path.relpath(path, os.path.dirname(model_path))}:{stat.st_size}:{stat.st_mtime_ns}")
   return "\n".join(parts)
 
 
@@ -42,15 +48,15 @@ class EmbeddingCache:
 
   Args:
     sentence_encoder: bert_flow_tf.embed.SentenceEncoder.
-    model_dir: str, the model's directory (fingerprinted for the key).
+    model_path: str, the model's directory or checkpoint prefix (fingerprinted for the key).
     cache_dir: str or None; None disables the cache.
   """
 
-  def __init__(self, sentence_encoder, model_dir, cache_dir, batch_size=64):
+  def __init__(self, sentence_encoder, model_path, cache_dir, batch_size=64):
     self.encoder = sentence_encoder
     self.cache_dir = cache_dir
     self.batch_size = batch_size
-    self.fingerprint = model_fingerprint(model_dir)
+    self.fingerprint = model_fingerprint(model_path)
 
   def _path(self, key):
     return os.path.join(self.cache_dir, f"emb-{key[:32]}.npz")

@@ -1,0 +1,265 @@
+"""One BERT-flow experiment: embed, fit calibrations, evaluate, write the tables (and export).
+
+For each evaluation dataset the sentence vectors are scored as they are ("none"), through a flow fitted on that
+dataset's own sentences ("target") and/or one flow fitted on NLI sentences ("nli"), and through the unsupervised
+baselines fitted on the same target sentences as the flow. Outputs in `output_dir`: results.json, results.md,
+isotropy.json, timings.json, flows/<fit_on>-<dataset>/ (checkpoints, flow.json, TensorBoard events).
+"""
+import dataclasses
+import json
+import os
+import time
+
+import numpy as np
+from absl import logging
+
+from bert_flow_tf import baselines
+from bert_flow_tf import data
+from bert_flow_tf import evaluation
+from bert_flow_tf import fit_flow as fit_flow_lib
+from bert_flow_tf import io_utils
+from bert_flow_tf import presets
+from bert_flow_tf.cache import EmbeddingCache
+from bert_flow_tf.embed import SentenceEncoder
+
+# Evaluation task name -> (dataset label in results, split evaluated, metric).
+EVAL_TASKS = {
+    "sts-b": ("STS-B", "test", "spearman"),
+    "sick-r": ("SICK-R", "test", "spearman"),
+    "sts-12": ("STS12", "test", "spearman"),
+    "sts-13": ("STS13", "test", "spearman"),
+    "sts-14": ("STS14", "test", "spearman"),
+    "sts-15": ("STS15", "test", "spearman"),
+    "sts-16": ("STS16", "test", "spearman"),
+    "qnli": ("QNLI", "dev", "auc"),
+}
+ALL_EVAL_TASKS = tuple(EVAL_TASKS)
+FIT_ON = ("target", "nli")
+NLI_TASK = "allnli"
+
+
+@dataclasses.dataclass(frozen=True)
+class ExperimentConfig:
+  """Everything one run needs (run_flow.py builds it from flags).
+
+  Attributes:
+    model: bert_flow_tf.loaders.LoadedModel.
+    sentence_embedding_type: str, pooling name.
+    max_seq_length: int.
+    data_dir: str.
+    eval_tasks: tuple of EVAL_TASKS names.
+    fit_on: tuple of "target" / "nli"; empty for no flow.
+    target_fit: FlowFitConfig of the target setting; nli_fit: of the NLI setting.
+    flow_mode: "cached" or "faithful".
+    use_full_for_training: bool, target sentences from train+dev+test (else train only).
+    one_pass_full: bool, with use_full_for_training, take each distinct split once (STS12-16 have
+      train = dev = test; the original saw each pair three times per epoch).
+    baselines: tuple of baseline names (bert_flow_tf.baselines.make_baseline), fitted on the target sentences.
+    lexical_analysis: bool, the Table 6 edit-distance correlations on STS-B (dev, as the paper).
+    output_dir: str; cache_dir: str or None; batch_size: int (encoding).
+  """
+  model: object
+  sentence_embedding_type: str
+  data_dir: str
+  output_dir: str
+  max_seq_length: int = 64
+  eval_tasks: tuple = ("sts-b",)
+  fit_on: tuple = ("target",)
+  target_fit: fit_flow_lib.FlowFitConfig = fit_flow_lib.FlowFitConfig()
+  nli_fit: fit_flow_lib.FlowFitConfig = fit_flow_lib.FlowFitConfig(learning_rate=2e-5, num_train_epochs=0.15)
+  flow_mode: str = "cached"
+  use_full_for_training: bool = True
+  one_pass_full: bool = False
+  baselines: tuple = ()
+  lexical_analysis: bool = False
+  cache_dir: object = None
+  batch_size: int = 64
+
+  def __post_init__(self):
+    for task in self.eval_tasks:
+      if task not in EVAL_TASKS:
+        raise ValueError(f"unknown evaluation task {task!r}; allowed: {', '.join(EVAL_TASKS)}")
+    for where in self.fit_on:
+      if where not in FIT_ON:
+        raise ValueError(f"unknown fit_on {where!r}; allowed: {', '.join(FIT_ON)}")
+    if self.flow_mode not in fit_flow_lib.MODES:
+      raise ValueError(f"unknown flow_mode {self.flow_mode!r}; allowed: {', '.join(fit_flow_lib.MODES)}")
+    for name in self.baselines:
+      baselines.make_baseline(name)
+
+
+def target_pairsets(task, use_full_for_training, one_pass_full):
+  """The PairSets a target-setting fit uses: train (+ dev + test), optionally each distinct set once."""
+  sets = list(task.train) + (list(task.dev) + list(task.test) if use_full_for_training else [])
+  if one_pass_full:
+    sets = list({s.name: s for s in sets}.values())
+  if not sets:
+    raise ValueError(f"task {task.name} has no training sentences; use --use_full_for_training to fit on "
+                     "its dev/test sentences")
+  return sets
+
+
+class Timer:
+  """Wall seconds per named stage."""
+
+  def __init__(self):
+    self.seconds = {}
+
+  def stage(self, name):
+    timer = self
+
+    class _Stage:
+      def __enter__(self):
+        self.start = time.perf_counter()
+
+      def __exit__(self, *exc):
+        timer.seconds[name] = timer.seconds.get(name, 0.) + time.perf_counter() - self.start
+
+    return _Stage()
+
+
+class Experiment:
+  """Runs an ExperimentConfig; `run()` returns the list of evaluation.Result."""
+
+  def __init__(self, config):
+    self.config = config
+    self.encoder = SentenceEncoder(config.model, config.sentence_embedding_type, config.max_seq_length)
+    self.cache = EmbeddingCache(self.encoder, presets.resolve(config.model.source), config.cache_dir,
+                                batch_size=config.batch_size)
+    self.timer = Timer()
+    self.isotropy = {}
+    self.lexical = {}
+    self.flows = {}
+
+  # -- pieces ---------------------------------------------------------------------------------------------
+  def _pairs_vectors(self, pairsets):
+    with self.timer.stage("embed"):
+      vectors = [self.cache.embed_pairs(p) for p in pairsets]
+    return np.concatenate([a for a, _ in vectors]), np.concatenate([b for _, b in vectors])
+
+  def _fit(self, fit_on, label, pairsets, fit_config):
+    flow_dir = os.path.join(self.config.output_dir, "flows", f"{fit_on}-{label}")
+    info = os.path.join(flow_dir, fit_flow_lib.FLOW_INFO)
+    if os.path.isfile(info) and json.load(open(info, encoding="utf-8")).get("complete"):
+      logging.info("flow %s-%s already fitted in %s; reusing it", fit_on, label, flow_dir)
+      return fit_flow_lib.load_fitted_flow(flow_dir)
+    if self.config.flow_mode == "cached":
+      pairs = fit_flow_lib.CachedPairs(*self._pairs_vectors(pairsets))
+    else:
+      pairs = fit_flow_lib.FaithfulPairs(self.encoder, [s for p in pairsets for s in p.sentences_a],
+                                         [s for p in pairsets for s in p.sentences_b])
+    with self.timer.stage(f"fit flow ({fit_on})"):
+      flow, _ = fit_flow_lib.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{label}")
+    return flow
+
+  def nli_flow(self):
+    if "nli" not in self.flows:
+      task = data.load_task(NLI_TASK, self.config.data_dir)
+      self.flows["nli"] = self._fit("nli", "NLI", task.train, self.config.nli_fit)
+    return self.flows["nli"]
+
+  def _score(self, dataset, metric, subsets, vectors, method, fit_on):
+    """Results of one embedding space on one dataset. vectors: list of (a, b) per subset."""
+    sims = [evaluation.cosine(a, b) for a, b in vectors]
+    if metric == "auc":
+      labels = np.concatenate([s.labels for s in subsets])
+      return [evaluation.Result(dataset, method, fit_on, "auc", None,
+                                evaluation.auc_x100(np.concatenate(sims), labels))]
+    if len(subsets) == 1:
+      return [evaluation.Result(dataset, method, fit_on, "spearman", None,
+                                evaluation.spearman_x100(sims[0], subsets[0].labels))]
+    scores = evaluation.sts_scores(subsets, sims)
+    return [evaluation.Result(dataset, method, fit_on, "spearman", agg, scores[agg])
+            for agg in ("all", "mean", "wmean")]
+
+  def _diagnose(self, dataset, label, vectors):
+    both = np.concatenate([np.concatenate([a, b]) for a, b in vectors])
+    self.isotropy.setdefault(dataset, {})[label] = evaluation.isotropy(both)
+
+  def evaluate_task(self, task_name):
+    """All methods on one evaluation task. Returns a list of Result."""
+    dataset, split, metric = EVAL_TASKS[task_name]
+    task = data.load_task(task_name, self.config.data_dir)
+    subsets = getattr(task, split)
+    with self.timer.stage("embed"):
+      raw = [self.cache.embed_pairs(s) for s in subsets]
+    spaces = [("none", None, raw)]
+    needs_target = "target" in self.config.fit_on or self.config.baselines
+    fit_sets = target_pairsets(task, self.config.use_full_for_training, self.config.one_pass_full) \
+        if needs_target else []
+    if "target" in self.config.fit_on:
+      flow = self._fit("target", dataset, fit_sets, self.config.target_fit)
+      self.flows[f"target-{dataset}"] = flow
+      spaces.append(("flow", "target", [(fit_flow_lib.transform(flow, a), fit_flow_lib.transform(flow, b))
+                                        for a, b in raw]))
+    if "nli" in self.config.fit_on:
+      flow = self.nli_flow()
+      spaces.append(("flow", "nli", [(fit_flow_lib.transform(flow, a), fit_flow_lib.transform(flow, b))
+                                     for a, b in raw]))
+    if self.config.baselines:
+      fit_a, fit_b = self._pairs_vectors(fit_sets)
+      fit_x = np.concatenate([fit_a, fit_b])
+      with self.timer.stage("fit baselines"):
+        for name in self.config.baselines:
+          calibration = baselines.make_baseline(name).fit(fit_x)
+          spaces.append((calibration.name, "target",
+                         [(calibration.transform(a), calibration.transform(b)) for a, b in raw]))
+    results = []
+    with self.timer.stage("evaluate"):
+      for method, fit_on, vectors in spaces:
+        results += self._score(dataset, metric, subsets, vectors, method, fit_on)
+        self._diagnose(dataset, method if fit_on is None else f"{method} ({fit_on})", vectors)
+    if self.config.lexical_analysis and task_name == "sts-b":
+      self._lexical(task, spaces)
+    return results
+
+  def _lexical(self, task, spaces):
+    """Table 6: Spearman between similarity and word edit distance on STS-B dev (gold, raw, flow)."""
+    dev = task.dev[0]
+    a, b = self.cache.embed_pairs(dev)
+    self.lexical["gold"] = evaluation.lexical_correlation(dev, dev.labels)
+    self.lexical["none"] = evaluation.lexical_correlation(dev, evaluation.cosine(a, b))
+    for key, flow in self.flows.items():
+      if key in ("nli", "target-STS-B"):
+        sims = evaluation.cosine(fit_flow_lib.transform(flow, a), fit_flow_lib.transform(flow, b))
+        self.lexical[f"flow ({key.split('-')[0]})"] = evaluation.lexical_correlation(dev, sims)
+
+  # -- the run --------------------------------------------------------------------------------------------
+  def run(self):
+    os.makedirs(self.config.output_dir, exist_ok=True)
+    results = []
+    for task_name in self.config.eval_tasks:
+      logging.info("evaluating %s", task_name)
+      results += self.evaluate_task(task_name)
+    self.write(results)
+    return results
+
+  def write(self, results):
+    out = self.config.output_dir
+    model_name = self.config.model.source
+    evaluation.write_results_json(os.path.join(out, "results.json"), model_name,
+                                  self.config.sentence_embedding_type, results)
+    io_utils.write_text(os.path.join(out, "isotropy.json"), json.dumps(self.isotropy, indent=2) + "\n")
+    io_utils.write_text(os.path.join(out, "timings.json"),
+                        json.dumps({k: round(v, 2) for k, v in self.timer.seconds.items()}, indent=2) + "\n")
+    io_utils.write_text(os.path.join(out, "results.md"), self.markdown(results))
+
+  def markdown(self, results):
+    c = self.config
+    lines = [f"# {c.model.source}, {self.encoder.pooling.describe()}", "",
+             f"Spearman x100 (STS, SICK-R; STS12-16 'all' = subsets concatenated), ROC-AUC x100 (QNLI). "
+             f"Flow mode: {c.flow_mode}; target sentences: "
+             f"{'train+dev+test' if c.use_full_for_training else 'train'}.", "",
+             evaluation.results_markdown(results), "", "## Isotropy of the evaluated vectors", "",
+             "| dataset | space | mean cos (random pairs) | top-1 PC variance share | condition number |",
+             "|---|---|---|---|---|"]
+    for dataset, spaces in self.isotropy.items():
+      for space, d in spaces.items():
+        lines.append(f"| {dataset} | {space} | {d['mean_cosine']:.3f} | {d['top1_variance']:.3f} | "
+                     f"{d['condition_number']:.3g} |")
+    if self.lexical:
+      lines += ["", "## Similarity vs word edit distance (STS-B dev, Spearman x100; paper Table 6)", "",
+                "| similarity | rho |", "|---|---|"] + [f"| {k} | {v:.2f} |" for k, v in self.lexical.items()]
+    lines += ["", "## Wall time per stage (s)", "", "| stage | seconds |", "|---|---|"]
+    lines += [f"| {k} | {v:.1f} |" for k, v in self.timer.seconds.items()]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,165 @@
+"""BERT-flow, unsupervised: embed sentences, fit the flow (and baselines), evaluate, export.
+
+  python run_flow.py --flagfile=flags/minilm_stsb_flow_target.cfg
+
+Flags keep the original run_siamese.py names where they exist. Outputs go to
+<output_parent_dir>/<exp_name>: results.json, results.md, isotropy.json, timings.json, flags.txt, flows/.
+"""
+import os
+
+# TF's C++ start-up lines (CUDA probing on CPU machines, oneDNN notes) drown the progress; errors still raise.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
+from absl import logging
+from tensorflow import get_logger as _tf_get_logger
+
+from bert_flow_tf import baselines
+from bert_flow_tf import io_utils
+from bert_flow_tf import loaders
+from bert_flow_tf import pooling
+from bert_flow_tf import presets
+from bert_flow_tf.experiment import ALL_EVAL_TASKS, EVAL_TASKS, Experiment, ExperimentConfig
+from bert_flow_tf.fit_flow import FlowFitConfig
+
+# Model: a directory / preset, or the original's three TF1 flags.
+flags.DEFINE_string("model_dir", presets.DEFAULT,
+                    "BERT directory (TF1 checkpoint, HF safetensors, TF-Hub encoder SavedModel) or preset name "
+                    f"({', '.join(presets.PRESETS)}). Ignored when --init_checkpoint is given.")
+flags.DEFINE_string("bert_config_file", None, "TF1: bert_config.json (with --vocab_file, --init_checkpoint).")
+flags.DEFINE_string("vocab_file", None, "TF1: vocab.txt; elsewhere overrides the model's vocab.")
+flags.DEFINE_string("init_checkpoint", None, "TF1: checkpoint prefix, e.g. .../bert_model.ckpt.")
+flags.DEFINE_bool("do_lower_case", None, "Lower-case input; unset: what the model's files say, else True.")
+flags.DEFINE_string("hub_preprocess_dir", None, "TF-Hub: a preprocess SavedModel holding the vocab.")
+flags.DEFINE_integer("max_seq_length", 64, "Tokens per sentence including [CLS] and [SEP].")
+flags.DEFINE_string("sentence_embedding_type", "avg",
+                    "Pooling: last-avg, last2avg, first-last-avg, emb-avg, emb-last-avg, cls, cls-raw, or the "
+                    "original's avg, avg-last-N (blocks 1 and L..: avg-last-2 = first-last-avg), "
+                    "avg-last-last-N, avg-last-concat-N. See bert_flow_tf/pooling.py.")
+# Data and evaluation.
+flags.DEFINE_string("task_name", "sts-b", f"Target task (one of {', '.join(EVAL_TASKS)}); evaluated by default.")
+flags.DEFINE_string("data_dir", "data", "Folder with stsbenchmark/, SICK/, STS/, SNLI/, QNLI/ (README: Data).")
+flags.DEFINE_list("eval_tasks", None, f"Tasks to evaluate; default the --task_name; 'all' = "
+                  f"{','.join(ALL_EVAL_TASKS)}.")
+flags.DEFINE_list("baselines", [], "Calibrations fitted on the target sentences: whitening, whitening-K, sn, "
+                  "natsv-K, sn+natsv-K.")
+flags.DEFINE_bool("lexical_analysis", False, "Table 6: similarity vs edit distance on STS-B dev.")
+# Flow.
+flags.DEFINE_bool("flow", True, "Fit and evaluate the flow.")
+flags.DEFINE_list("fit_on", ["target"], "Where the flow is fitted: target (the task's own sentences), nli.")
+flags.DEFINE_enum("flow_mode", "cached", ["cached", "faithful"],
+                  "cached: vectors computed once without dropout; faithful: BERT with dropout, recomputed "
+                  "every step, as the original.")
+flags.DEFINE_string("flow_model_config", "config_l3_d3_w32", "Glow config name or JSON path (original default).")
+flags.DEFINE_enum("flow_init", "original", ["original", "ddi"], "ActNorm init: the original's or data-dependent.")
+flags.DEFINE_float("flow_learning_rate", 1e-3, "Target setting learning rate (constant).")
+flags.DEFINE_float("num_train_epochs", 1.0, "Target setting epochs.")
+flags.DEFINE_float("nli_flow_learning_rate", 2e-5, "NLI setting learning rate.")
+flags.DEFINE_float("nli_num_train_epochs", 0.15, "NLI setting epochs.")
+flags.DEFINE_integer("train_batch_size", 32, "Sentence pairs per flow step.")
+flags.DEFINE_bool("use_full_for_training", True, "Target sentences from train+dev+test (else train only).")
+flags.DEFINE_bool("one_pass_full", False, "With use_full_for_training, take each distinct split once (STS12-16 "
+                  "list the same file as train, dev and test; the original saw each pair 3 times).")
+flags.DEFINE_integer("seed", 1234, "Seeds the flow init and the batch order.")
+flags.DEFINE_integer("save_checkpoints_steps", 100, "Flow checkpoint period.")
+# Outputs.
+flags.DEFINE_string("output_parent_dir", "exp", "Parent of the experiment directory.")
+flags.DEFINE_string("exp_name", None, "Experiment directory name; default built from the settings.")
+flags.DEFINE_string("exp_name_prefix", "exp", "Prefix of the default experiment name.")
+flags.DEFINE_string("cached_dir", None, "Embedding cache; default <output_parent_dir>/cache; '' disables it.")
+flags.DEFINE_integer("predict_batch_size", 64, "Sentences per encoding batch.")
+flags.DEFINE_string("export_dir", None, "Write the servable SavedModels here (text/1 and ids/1).")
+flags.DEFINE_enum("export_flow", "target", ["target", "nli", "none"], "Which fitted flow the export chains.")
+FLAGS = flags.FLAGS
+
+
+def _check_flags():
+  """Fails at start, naming the flag, for values the run would trip on later."""
+  if FLAGS.task_name not in EVAL_TASKS:
+    raise app.UsageError(f"--task_name={FLAGS.task_name!r} is not one of {', '.join(EVAL_TASKS)}")
+  if not os.path.isdir(FLAGS.data_dir):
+    raise app.UsageError(f"--data_dir={FLAGS.data_dir!r} does not exist (README: Data)")
+  if FLAGS.init_checkpoint and not (FLAGS.bert_config_file and FLAGS.vocab_file):
+    raise app.UsageError("--init_checkpoint needs --bert_config_file and --vocab_file")
+  for name in FLAGS.baselines:
+    try:
+      baselines.make_baseline(name)
+    except ValueError as e:
+      raise app.UsageError(f"--baselines: {e}") from e
+  try:
+    pooling.resolve(FLAGS.sentence_embedding_type, num_layers=1000)
+  except ValueError as e:
+    raise app.UsageError(f"--sentence_embedding_type: {e}") from e
+
+
+def _eval_tasks():
+  tasks = FLAGS.eval_tasks or [FLAGS.task_name]
+  if tasks == ["all"]:
+    return ALL_EVAL_TASKS
+  for task in tasks:
+    if task not in EVAL_TASKS:
+      raise app.UsageError(f"--eval_tasks: {task!r} is not one of {', '.join(EVAL_TASKS)} or 'all'")
+  return tuple(tasks)
+
+
+def _exp_name():
+  if FLAGS.exp_name:
+    return FLAGS.exp_name
+  flow = f"flow-{'+'.join(FLAGS.fit_on)}-{FLAGS.flow_mode}" if FLAGS.flow else "noflow"
+  model = os.path.basename(os.path.normpath(FLAGS.init_checkpoint or FLAGS.model_dir))
+  return f"{FLAGS.exp_name_prefix}_{FLAGS.task_name}_{model}_{FLAGS.sentence_embedding_type}_{flow}"
+
+
+def _load_model():
+  if FLAGS.init_checkpoint:
+    return loaders.load_tf1_files(FLAGS.bert_config_file, FLAGS.vocab_file, FLAGS.init_checkpoint,
+                                  True if FLAGS.do_lower_case is None else FLAGS.do_lower_case)
+  return loaders.load_model(FLAGS.model_dir, do_lower_case=FLAGS.do_lower_case, vocab_file=FLAGS.vocab_file,
+                            preprocess_dir=FLAGS.hub_preprocess_dir)
+
+
+def main(argv):
+  _tf_get_logger().setLevel("WARNING")  # TF's own INFO lines (checkpoint sharding) are noise here.
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  _check_flags()
+  output_dir = os.path.join(FLAGS.output_parent_dir, _exp_name())
+  os.makedirs(output_dir, exist_ok=True)
+  io_utils.write_text(os.path.join(output_dir, "flags.txt"), FLAGS.flags_into_string())
+  target_fit = FlowFitConfig(flow_model_config=FLAGS.flow_model_config, init=FLAGS.flow_init,
+                             learning_rate=FLAGS.flow_learning_rate, num_train_epochs=FLAGS.num_train_epochs,
+                             batch_size=FLAGS.train_batch_size, seed=FLAGS.seed,
+                             save_checkpoints_steps=FLAGS.save_checkpoints_steps)
+  config = ExperimentConfig(
+      model=_load_model(), sentence_embedding_type=FLAGS.sentence_embedding_type, data_dir=FLAGS.data_dir,
+      output_dir=output_dir, max_seq_length=FLAGS.max_seq_length, eval_tasks=_eval_tasks(),
+      fit_on=tuple(FLAGS.fit_on) if FLAGS.flow else (), target_fit=target_fit,
+      nli_fit=FlowFitConfig(**{**target_fit.__dict__, "learning_rate": FLAGS.nli_flow_learning_rate,
+                               "num_train_epochs": FLAGS.nli_num_train_epochs}),
+      flow_mode=FLAGS.flow_mode, use_full_for_training=FLAGS.use_full_for_training,
+      one_pass_full=FLAGS.one_pass_full, baselines=tuple(FLAGS.baselines),
+      lexical_analysis=FLAGS.lexical_analysis,
+      cache_dir=os.path.join(FLAGS.output_parent_dir, "cache") if FLAGS.cached_dir is None else FLAGS.cached_dir,
+      batch_size=FLAGS.predict_batch_size)
+  experiment = Experiment(config)
+  experiment.run()
+  print(open(os.path.join(output_dir, "results.md"), encoding="utf-8").read())
+  if FLAGS.export_dir:
+    _export(experiment)
+  logging.info("outputs in %s", output_dir)
+
+
+def _export(experiment):
+  from bert_flow_tf import export  # pylint: disable=g-import-not-at-top
+  dataset = EVAL_TASKS[FLAGS.task_name][0]
+  key = {"target": f"target-{dataset}", "nli": "nli", "none": None}[FLAGS.export_flow]
+  if key is not None and key not in experiment.flows:
+    raise app.UsageError(f"--export_flow={FLAGS.export_flow}: no such flow was fitted in this run "
+                         f"(--fit_on={','.join(FLAGS.fit_on)})")
+  export.export_models(experiment.encoder, experiment.flows.get(key), FLAGS.export_dir)
+  logging.info("exported to %s", FLAGS.export_dir)
+
+
+if __name__ == "__main__":
+  app.run(main)
