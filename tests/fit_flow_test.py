@@ -1,0 +1,99 @@
+"""Flow fitting on pairs: batch order, resume after a crash, NaN stop, saved flows."""
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_flow_tf import fit_flow
+
+
+@pytest.fixture
+def tiny_config(tmp_path):
+  path = tmp_path / "tiny.json"
+  path.write_text(json.dumps({"coupling": "additive", "coupling_width": 8, "n_levels": 2, "depth": 2,
+                              "permutation": True}))
+  return fit_flow.FlowFitConfig(flow_model_config=str(path), learning_rate=1e-2, num_train_epochs=1.0,
+                                batch_size=8, save_checkpoints_steps=3, log_every_steps=2)
+
+
+def _pairs(n=100, d=16, seed=0):
+  rng = np.random.default_rng(seed)
+  scale = np.geomspace(10.0, 0.1, d)
+  return fit_flow.CachedPairs((rng.normal(size=(n, d)) * scale).astype(np.float32),
+                              (rng.normal(size=(n, d)) * scale).astype(np.float32))
+
+
+class _Crash(Exception):
+  pass
+
+
+class _CrashingPairs(fit_flow.CachedPairs):
+  """Raises on the `crash_at`-th batch request, like a process killed mid-fit."""
+
+  def __init__(self, pairs, crash_at):
+    super().__init__(pairs.a, pairs.b)
+    self.calls, self.crash_at = 0, crash_at
+
+  def batch(self, idx):
+    self.calls += 1
+    if self.calls == self.crash_at:
+      raise _Crash()
+    return super().batch(idx)
+
+
+def test_batch_order_is_seeded_and_covers_every_pair_per_epoch():
+  order = fit_flow.batch_order(10, 4, 5, seed=3)
+  assert order.shape == (5, 4)
+  np.testing.assert_array_equal(order, fit_flow.batch_order(10, 4, 5, seed=3))
+  assert sorted(order.reshape(-1)[:10]) == list(range(10))
+  assert fit_flow.num_train_steps(8628, 32, 1.0) == 269
+  assert fit_flow.num_train_steps(19666, 32, 0.15) == 92
+
+
+def _variables(flow):
+  return [v.numpy() for v in flow.variables]
+
+
+def test_resume_after_crash_ends_where_an_uninterrupted_run_ends(tmp_path, tiny_config):
+  pairs = _pairs()
+  full, summary = fit_flow.fit_flow(pairs, tiny_config, str(tmp_path / "full"))
+  assert summary["num_steps"] == 12 and summary["complete"]
+  assert summary["last_loss"] < summary["first_loss"]
+  with pytest.raises(_Crash):
+    fit_flow.fit_flow(_CrashingPairs(pairs, crash_at=8), tiny_config, str(tmp_path / "resumed"))
+  assert tf.train.latest_checkpoint(str(tmp_path / "resumed")).endswith("ckpt-6")
+  with pytest.raises(ValueError, match="did not finish"):
+    fit_flow.load_fitted_flow(str(tmp_path / "resumed"))
+  resumed, summary = fit_flow.fit_flow(pairs, tiny_config, str(tmp_path / "resumed"))
+  assert summary["steps_done"] == 12
+  for a, b in zip(_variables(full), _variables(resumed)):
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+  loaded = fit_flow.load_fitted_flow(str(tmp_path / "resumed"))
+  x = pairs.a[:5]
+  np.testing.assert_allclose(fit_flow.transform(loaded, x), fit_flow.transform(full, x), atol=1e-5)
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_config):
+  pairs = _pairs()
+  bad = pairs.a.copy()
+  bad[50:] = np.nan
+  # With a fixed order, find the first step that touches a NaN row.
+  order = fit_flow.batch_order(len(bad), tiny_config.batch_size, 12, tiny_config.seed)
+  first_bad = int(np.argmax([(row >= 50).any() for row in order])) + 1
+  with pytest.raises(fit_flow.FlowDivergedError, match=f"at step {first_bad}"):
+    fit_flow.fit_flow(fit_flow.CachedPairs(bad, pairs.b), tiny_config, str(tmp_path / "nan"))
+  latest = tf.train.latest_checkpoint(str(tmp_path / "nan"))
+  good_steps = (first_bad - 1) // tiny_config.save_checkpoints_steps * tiny_config.save_checkpoints_steps
+  assert (latest is None) if good_steps == 0 else latest.endswith(f"ckpt-{good_steps}")
+
+
+def test_ddi_init_runs_on_the_first_batch(tmp_path, tiny_config):
+  config = fit_flow.FlowFitConfig(**{**tiny_config.__dict__, "init": "ddi"})
+  flow, summary = fit_flow.fit_flow(_pairs(), config, str(tmp_path / "ddi"))
+  assert bool(flow.initialized.numpy()) and np.isfinite(summary["last_loss"])
+
+
+def test_too_few_pairs_for_one_step(tmp_path, tiny_config):
+  with pytest.raises(ValueError, match="less than one step"):
+    fit_flow.fit_flow(_pairs(n=4), tiny_config, str(tmp_path / "few"))
