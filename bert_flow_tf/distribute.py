@@ -1,0 +1,81 @@
+"""Picking a tf.distribute strategy and a mixed-precision policy: CPU, one or more GPUs, or a (Colab) TPU.
+
+  TPU          TPUStrategy through `TPUClusterResolver(tpu)` ("" resolves a Colab TPU from its environment,
+               "local" a TPU VM); bfloat16 under mixed precision; shapes must be static.
+  GPUs         OneDeviceStrategy for one GPU, MirroredStrategy for several; float16 under mixed precision, with
+               a LossScaleOptimizer around the optimizer that sees float16 gradients.
+  otherwise    the default strategy (whatever device TF places ops on), float32.
+"""
+import contextlib
+
+import tensorflow as tf
+import tf_keras as keras
+from absl import logging
+
+
+def make_strategy(tpu=None, num_gpus=0):
+  """The strategy for the requested hardware.
+
+  Args:
+    tpu: str or None. None: no TPU. Otherwise the TPU name or address handed to TPUClusterResolver ("" on Colab,
+      "local" on a TPU VM).
+    num_gpus: int >= 0. GPUs to use when `tpu` is None; 0 means the default strategy.
+
+  Returns:
+    tf.distribute.Strategy.
+
+  Raises:
+    ValueError: `num_gpus` < 0, both a TPU and GPUs, or more GPUs than TF sees.
+  """
+  if num_gpus < 0:
+    raise ValueError(f"num_gpus must be >= 0, got {num_gpus}")
+  if tpu is not None:
+    if num_gpus:
+      raise ValueError(f"use either tpu ({tpu!r}) or num_gpus ({num_gpus}), not both")
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    strategy = tf.distribute.TPUStrategy(resolver)
+  elif num_gpus:
+    visible = len(tf.config.list_physical_devices("GPU"))
+    if num_gpus > visible:
+      raise ValueError(f"num_gpus={num_gpus} but TensorFlow sees {visible} GPU(s)")
+    devices = [f"/gpu:{i}" for i in range(num_gpus)]
+    strategy = (tf.distribute.OneDeviceStrategy(devices[0]) if num_gpus == 1
+                else tf.distribute.MirroredStrategy(devices))
+  else:
+    strategy = tf.distribute.get_strategy()
+  logging.info("strategy %s with %d replica(s)", type(strategy).__name__, strategy.num_replicas_in_sync)
+  return strategy
+
+
+def is_tpu(strategy):
+  return isinstance(strategy, tf.distribute.TPUStrategy)
+
+
+def mixed_precision_policy(strategy, use_mixed_precision):
+  """"mixed_bfloat16" on TPU, "mixed_float16" elsewhere when `use_mixed_precision`, else "float32"."""
+  if not use_mixed_precision:
+    return "float32"
+  return "mixed_bfloat16" if is_tpu(strategy) else "mixed_float16"
+
+
+@contextlib.contextmanager
+def policy_scope(name):
+  """Sets the global Keras dtype policy while layers are built inside the block, then restores the old one.
+
+  Layers read the policy when they are constructed, so only what is built inside the block computes in it.
+  """
+  old = keras.mixed_precision.global_policy()
+  keras.mixed_precision.set_global_policy(name)
+  try:
+    yield
+  finally:
+    keras.mixed_precision.set_global_policy(old)
+
+
+def wrap_optimizer(optimizer, policy):
+  """A LossScaleOptimizer around `optimizer` for "mixed_float16" (float16 gradients underflow), else itself."""
+  if policy == "mixed_float16":
+    return keras.mixed_precision.LossScaleOptimizer(optimizer)
+  return optimizer

@@ -1,0 +1,264 @@
+"""Siamese fine-tuning: objectives, the joint-flow optimizer split, resume, and MirroredStrategy equivalence.
+
+Everything runs on a tiny BERT (H=32, 2 blocks, dropout 0) written as a TF1 checkpoint with a 20-token vocab, on
+tiny SNLI-format files in a temp dir. The distribution check runs this file as a script in a subprocess, because
+two logical CPU devices must be configured before TensorFlow initialises.
+"""
+import dataclasses
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+WORDS = ["the", "a", "cat", "dog", "man", "woman", "sat", "runs", "on", "in", "mat", "park", "red", "blue", "."]
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+LABELS = ("entailment", "neutral", "contradiction")
+
+
+def make_tiny_setup(root, num_pairs=24):
+  """Writes a tiny TF1 BERT (model/), SNLI-format dev and test files (data/SNLI/); returns (model_dir, data_dir)."""
+  from bert_flow_tf.config import BertConfig
+  from bert_flow_tf.encoder import BertEncoder
+  from bert_flow_tf.loaders import tf1_checkpoint
+  import tensorflow as tf
+  root = pathlib.Path(root)
+  vocab = root / "vocab.txt"
+  vocab.write_text("\n".join(SPECIALS + WORDS) + "\n")
+  config = BertConfig(vocab_size=len(SPECIALS) + len(WORDS), hidden_size=32, num_hidden_layers=2,
+                      num_attention_heads=4, intermediate_size=37, hidden_dropout_prob=0.0,
+                      attention_probs_dropout_prob=0.0, max_position_embeddings=32, type_vocab_size=2)
+  tf.random.set_seed(7)
+  encoder = BertEncoder(config).build_variables()
+  model_dir = root / "model"
+  tf1_checkpoint.save_tf1_checkpoint(encoder, config, str(model_dir), vocab_file=str(vocab))
+  rng = np.random.default_rng(0)
+  snli = root / "data" / "SNLI"
+  snli.mkdir(parents=True)
+  for split in ("dev", "test"):
+    sent = lambda: " ".join(rng.choice(WORDS[:-1], size=rng.integers(2, 9))) + " ."
+    s1 = [sent() for _ in range(num_pairs)]
+    s2 = [sent() for _ in range(num_pairs)]
+    labels = [LABELS[i] for i in rng.integers(0, 3, num_pairs)]
+    for name, lines in (("s1", s1), ("s2", s2), ("labels", labels)):
+      (snli / f"{name}.{split}").write_text("\n".join(lines) + "\n")
+  return str(model_dir), str(root / "data")
+
+
+def tiny_config(model_dir, data_dir, output_dir, **overrides):
+  from bert_flow_tf import siamese
+  values = dict(task_name="snli", data_dir=data_dir, output_dir=output_dir, model=model_dir,
+                train_splits=("dev", "test"), max_seq_length=16, train_batch_size=4, eval_batch_size=8,
+                learning_rate=1e-3, num_train_epochs=0.5, warmup_proportion=0.25, save_checkpoints_steps=2,
+                log_every_step=100, flow=True, flow_loss=True, flow_model_config="config_l2_d2_w32")
+  values.update(overrides)
+  return siamese.SiameseConfig(**values)
+
+
+def model_weights(trainer):
+  """Every trainable variable by position (Keras uniquifies layer names between two models in one process)."""
+  return {i: v.numpy() for i, v in enumerate(trainer.model.trainable_variables)}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+  return make_tiny_setup(tmp_path_factory.mktemp("tiny"))
+
+
+def test_warmup_linear_decay():
+  from bert_flow_tf.siamese import WarmupLinearDecay
+  schedule = WarmupLinearDecay(2e-5, num_train_steps=100, num_warmup_steps=10)
+  got = [float(schedule(s)) for s in (0, 5, 10, 55, 100, 120)]
+  np.testing.assert_allclose(got, [0.0, 1e-5, 1.8e-5, 0.9e-5, 0.0, 0.0], atol=1e-12)
+
+
+def test_training_order_is_a_permutation_per_epoch():
+  from bert_flow_tf.siamese import training_order
+  order = training_order(10, num_steps=5, batch_size=3, seed=1)
+  assert len(order) == 15
+  assert sorted(order[:10]) == list(range(10))
+  assert not np.array_equal(order[:5], training_order(10, 5, 3, seed=2)[:5])
+  np.testing.assert_array_equal(order, training_order(10, 5, 3, seed=1))
+
+
+def test_features_labels_dupes_and_num_examples(tiny):
+  from bert_flow_tf import data as data_lib
+  from bert_flow_tf.siamese import make_features
+  from bert_flow_tf.tokenizer import BertTokenizer
+  model_dir, data_dir = tiny
+  task = data_lib.load_task("snli", data_dir)
+  tokenizer = BertTokenizer(os.path.join(model_dir, "vocab.txt"), True, 8)
+  f = make_features(task.dev, task, tokenizer, 8, dupe_factor=3, num_examples=5, seed=3)
+  n = len(task.dev[0])
+  assert f["ids_a"].shape == (3 * n, 8)
+  np.testing.assert_array_equal(f["label"][:n], task.dev[0].labels)
+  assert f["labeled"][:n].sum() == 5
+  np.testing.assert_array_equal(f["labeled"][n:2 * n], f["labeled"][:n])
+  mask_id = SPECIALS.index("[MASK]")
+  for copy in (1, 2):
+    rows = slice(copy * n, (copy + 1) * n)
+    # Exactly one piece per non-empty sentence differs from the first copy, and it is [MASK] (or already was).
+    diff = f["ids_a"][rows] != f["ids_a"][:n]
+    assert diff.sum(axis=1).max() <= 1
+    assert np.all(f["ids_a"][rows][diff] == mask_id)
+    assert diff.sum() >= n - 2  # a masked position rarely already holds [MASK]; none does in this vocab
+  np.testing.assert_array_equal(f["mask_a"][n:2 * n], f["mask_a"][:n])
+  assert f["ids_a"][0, 0] == SPECIALS.index("[CLS]")
+
+
+def test_objectives_match_hand_computation(tiny, tmp_path):
+  import tensorflow as tf
+  from bert_flow_tf import data as data_lib
+  from bert_flow_tf import siamese
+  model_dir, data_dir = tiny
+  config = tiny_config(model_dir, data_dir, str(tmp_path), flow=False, flow_loss=False)
+  task = data_lib.load_task("snli", data_dir)
+  trainer = siamese.Trainer(config, task, tf.distribute.get_strategy(), num_train_steps=1)
+  feats = trainer.features(task.dev[:1])
+  batch = {k: tf.constant(v[:6]) for k, v in feats.items()}
+  out = trainer.model(batch)
+  a, b = out["embedding_a"].numpy(), out["embedding_b"].numpy()
+  w = trainer.model.output_weights.numpy()
+  assert w.shape == (3, 96) and abs(w.std() - 0.02) < 0.01 and np.abs(w).max() <= 0.04 + 1e-6
+  logits = np.concatenate([a, b, np.abs(a - b)], -1) @ w.T
+  log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+  expected = -log_probs[np.arange(6), feats["label"][:6]]
+  np.testing.assert_allclose(out["per_example_loss"].numpy(), expected, rtol=1e-5)
+  cos = (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+  np.testing.assert_allclose(out["cos"].numpy(), cos, rtol=1e-5)
+  penalised = siamese.supervised_loss(out, 0.5).numpy()
+  np.testing.assert_allclose(penalised, expected + 0.5 * (np.linalg.norm(a, axis=-1) + np.linalg.norm(b, axis=-1)),
+                             rtol=1e-5)
+  # Regression: (cos - y')^2 with y' scaled to [0, 1].
+  regression = dataclasses.replace(task, is_regression=True, num_labels=1, label_max=2.0)
+  trainer_r = siamese.Trainer(config, regression, tf.distribute.get_strategy(), num_train_steps=1)
+  feats_r = trainer_r.features(task.dev[:1])
+  np.testing.assert_allclose(feats_r["label"], task.dev[0].labels / 2.0)
+  out_r = trainer_r.model({k: tf.constant(v[:6]) for k, v in feats_r.items()})
+  np.testing.assert_allclose(out_r["per_example_loss"].numpy(), (out_r["cos"].numpy() - feats_r["label"][:6]) ** 2,
+                             rtol=1e-5)
+
+
+@pytest.mark.parametrize("frozen", ["bert", "flow"])
+def test_joint_flow_optimizers_touch_only_their_module(tiny, tmp_path, frozen):
+  import tensorflow as tf
+  from bert_flow_tf import data as data_lib
+  from bert_flow_tf import siamese
+  model_dir, data_dir = tiny
+  rates = {"learning_rate": 0.0} if frozen == "bert" else {"flow_learning_rate": 0.0}
+  config = tiny_config(model_dir, data_dir, str(tmp_path), warmup_proportion=0.0, **rates)
+  task = data_lib.load_task("snli", data_dir)
+  trainer = siamese.Trainer(config, task, tf.distribute.get_strategy(), num_train_steps=2)
+  encoder_before = [v.numpy() for v in trainer.model.encoder.trainable_variables]
+  flow_before = [v.numpy() for v in trainer.model.flow.trainable_variables]
+  trainer.train(task.dev, stop_at_step=1)
+  encoder_moved = any(not np.array_equal(b, v.numpy())
+                      for b, v in zip(encoder_before, trainer.model.encoder.trainable_variables))
+  flow_moved = any(not np.array_equal(b, v.numpy())
+                   for b, v in zip(flow_before, trainer.model.flow.trainable_variables))
+  assert (encoder_moved, flow_moved) == ((False, True) if frozen == "bert" else (True, False))
+  assert trainer.model.output_weights.trainable and trainer.model.output_weights.ref() in {
+      v.ref() for v in trainer.bert_vars}
+  assert not {v.ref() for v in trainer.bert_vars} & {v.ref() for v in trainer.model.flow.trainable_variables}
+
+
+def test_interrupted_run_resumes_to_the_same_weights(tiny, tmp_path):
+  import tensorflow as tf
+  from bert_flow_tf import loaders
+  from bert_flow_tf import siamese
+  model_dir, data_dir = tiny
+  straight = siamese.run(tiny_config(model_dir, data_dir, str(tmp_path / "straight"), dupe_factor=2))
+  resumed_dir = str(tmp_path / "resumed")
+  first = siamese.run(tiny_config(model_dir, data_dir, resumed_dir, dupe_factor=2), stop_at_step=5)
+  assert len(first["train"]["losses"]) == 5 and "export_dir" not in first
+  second = siamese.run(tiny_config(model_dir, data_dir, resumed_dir, dupe_factor=2))
+  steps = siamese.num_train_steps(48, tiny_config(model_dir, data_dir, resumed_dir))  # 6 steps
+  # Killed after step 5: the last checkpoint is step 4, so step 5 is replayed.
+  assert len(second["train"]["losses"]) == steps - 4
+  np.testing.assert_allclose(second["train"]["losses"], straight["train"]["losses"][4:], rtol=1e-5)
+  a = loaders.load_model(straight["export_dir"]).encoder
+  b = loaders.load_model(second["export_dir"]).encoder
+  for va, vb in zip(a.trainable_variables, b.trainable_variables):
+    np.testing.assert_allclose(va.numpy(), vb.numpy(), rtol=1e-5, atol=1e-7)
+  reader_a = tf.train.load_checkpoint(os.path.join(str(tmp_path / "straight"), "checkpoints"))
+  reader_b = tf.train.load_checkpoint(os.path.join(resumed_dir, "checkpoints"))
+  names = [n for n in reader_a.get_variable_to_shape_map() if "flow" in n or "output_weights" in n]
+  assert names
+  for name in names:
+    np.testing.assert_allclose(reader_a.get_tensor(name), reader_b.get_tensor(name), rtol=1e-5, atol=1e-7)
+
+
+def test_eval_predict_and_export_roundtrip(tiny, tmp_path):
+  from bert_flow_tf import loaders
+  from bert_flow_tf import siamese
+  from bert_flow_tf.embed import SentenceEncoder
+  from bert_flow_tf import data as data_lib
+  model_dir, data_dir = tiny
+  out_dir = tmp_path / "run"
+  result = siamese.run(tiny_config(model_dir, data_dir, str(out_dir), flow=False, flow_loss=False,
+                                   do_eval=True, do_predict=True))
+  assert set(result["eval"]) >= {"accuracy", "pearson_x100", "spearman_x100", "eval_loss"}
+  assert json.loads((out_dir / "eval_results.json").read_text()) == result["eval"]
+  cosines = np.array([float(x) for x in (out_dir / "test_results.tsv").read_text().split()])
+  # The exported encoder reproduces the trained model's test cosines through the generic loader and encoder.
+  test = data_lib.load_task("snli", data_dir).test[0]
+  encoder = SentenceEncoder(loaders.load_model(result["export_dir"]), "avg", max_seq_length=16)
+  a, b = encoder.encode(list(test.sentences_a)), encoder.encode(list(test.sentences_b))
+  np.testing.assert_allclose(cosines, (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1),
+                             atol=2e-6)
+  pooled = siamese.run(tiny_config(model_dir, data_dir, str(out_dir), flow=False, flow_loss=False, do_train=False,
+                                   do_predict=True, predict_pool=True))
+  rows = [json.loads(line) for line in pathlib.Path(pooled["predictions"]).read_text().splitlines()]
+  np.testing.assert_allclose(np.array([r["embedding_a"] for r in rows]), a, atol=2e-6)
+
+
+def test_distribution_matches_single_device(tmp_path):
+  """Two logical CPUs under MirroredStrategy vs the default strategy: same losses and weights."""
+  env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+  proc = subprocess.run([sys.executable, __file__, str(tmp_path)], env=env, capture_output=True, text=True,
+                        timeout=600)
+  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+  report = json.loads((tmp_path / "distribution.json").read_text())
+  assert report["replicas"] == [2, 1]
+  assert report["num_losses"] == 6
+  assert report["max_loss_diff"] < 1e-5 and report["max_weight_diff"] < 1e-5, report
+  assert report["max_weight_change"] > 1e-3  # the weights did move
+
+
+def _distribution_main(workdir):
+  """Subprocess body of test_distribution_matches_single_device: writes distribution.json to `workdir`."""
+  import tensorflow as tf
+  cpu = tf.config.list_physical_devices("CPU")[0]
+  tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+  from bert_flow_tf import data as data_lib
+  from bert_flow_tf import siamese
+  workdir = pathlib.Path(workdir)
+  model_dir, data_dir = make_tiny_setup(workdir)
+  task = data_lib.load_task("snli", data_dir)
+  runs = []
+  for name, strategy in (("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])),
+                         ("default", tf.distribute.get_strategy())):
+    config = tiny_config(model_dir, data_dir, str(workdir / name), dupe_factor=2, l2_penalty=0.01)
+    trainer = siamese.Trainer(config, task, strategy, num_train_steps=6)
+    initial = model_weights(trainer)
+    history = trainer.train(task.dev + task.test)
+    runs.append((strategy.num_replicas_in_sync, history, initial, model_weights(trainer)))
+  (n_m, hist_m, init_m, final_m), (n_d, hist_d, _, final_d) = runs
+  losses_m = np.array(hist_m["losses"]) + np.array(hist_m["flow_losses"])
+  losses_d = np.array(hist_d["losses"]) + np.array(hist_d["flow_losses"])
+  report = {
+      "replicas": [n_m, n_d],
+      "num_losses": len(losses_m),
+      "max_loss_diff": float(np.max(np.abs(losses_m - losses_d))),
+      "max_weight_diff": max(float(np.max(np.abs(final_m[k] - final_d[k]))) for k in final_m),
+      "max_weight_change": max(float(np.max(np.abs(final_m[k] - init_m[k]))) for k in final_m),
+  }
+  (workdir / "distribution.json").write_text(json.dumps(report))
+
+
+if __name__ == "__main__":
+  _distribution_main(sys.argv[1])
