@@ -14,6 +14,7 @@ from absl import flags
 from absl import logging
 
 from bert_flow_tf import export
+from bert_flow_tf import fit_flow
 from bert_flow_tf import io_utils
 from bert_flow_tf import loaders
 from bert_flow_tf import presets
@@ -27,8 +28,8 @@ flags.DEFINE_string("input_file", None, "UTF-8 text, one sentence per line.")
 flags.DEFINE_string("output_file", None, "Where to write the float32 [n, D] .npy (atomically).")
 flags.DEFINE_integer("max_seq_length", 64, "Tokens per sentence including [CLS] and [SEP].")
 flags.DEFINE_integer("batch_size", 64, "Sentences per batch.")
-flags.DEFINE_string("flow_checkpoint", None, "A fitted-flow directory (fit_flow.load_fitted_flow): output the "
-                    "flow's calibrated z instead of the raw pooled vectors.")
+flags.DEFINE_string("flow_checkpoint", None, "A fitted-flow directory (flow.json + checkpoint, as fit_flow writes "
+                    "it): output the flow's calibrated z instead of the raw pooled vectors.")
 flags.DEFINE_string("exported_model", None, "A text SavedModel (<export_dir>/text/<version>): encode through it "
                     "instead of building the encoder. Excludes --model_dir, --sentence_embedding_type, "
                     "--max_seq_length and --flow_checkpoint.")
@@ -56,8 +57,7 @@ def main(argv):
     embeddings = encoder.encode(sentences, batch_size=FLAGS.batch_size)
     what = encoder.pooling.describe()
     if FLAGS.flow_checkpoint:
-      from bert_flow_tf.fit_flow import load_fitted_flow  # pylint: disable=import-outside-toplevel
-      embeddings = export.apply_flow(load_fitted_flow(FLAGS.flow_checkpoint), embeddings)
+      embeddings = fit_flow.transform(fit_flow.load_fitted_flow(FLAGS.flow_checkpoint), embeddings)
       what += f", then the flow in {FLAGS.flow_checkpoint}"
   seconds = time.perf_counter() - start
   io_utils.save_npy(FLAGS.output_file, embeddings)

@@ -210,10 +210,3 @@ def encode_with_saved_model(model, sentences, batch_size=64):
   out[order] = np.concatenate(parts)
   return out
 
-
-def apply_flow(flow, embeddings, batch_size=4096):
-  """Maps embeddings [n, D] to the flow's z [n, D] (float32, inference mode), in batches."""
-  embeddings = np.asarray(embeddings, np.float32)
-  parts = [flow(tf.constant(embeddings[i:i + batch_size]), training=False)[0].numpy()
-           for i in range(0, len(embeddings), batch_size)]
-  return np.concatenate(parts) if parts else np.zeros_like(embeddings)

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from bert_flow_tf import export
+from bert_flow_tf import fit_flow
 from bert_flow_tf import loaders
 from bert_flow_tf.embed import SentenceEncoder
 from bert_flow_tf.evaluation import cosine
@@ -26,6 +27,7 @@ PAIRS_B = SENTENCES[1:] + SENTENCES[:1]
 _LOAD_AND_RUN = """
 import sys, json, numpy as np, tensorflow as tf
 from bert_flow_tf import export
+from bert_flow_tf import fit_flow
 text_dir, ids_dir, in_json, out_npz = sys.argv[1:]
 data = json.load(open(in_json))
 text = export.load_text_model(text_dir)
@@ -117,9 +119,21 @@ def test_encode_command_through_the_exported_model(exported):
   assert not (tmp / "never.npy").exists()
 
 
-def test_apply_flow_batches_equal_one_call():
-  flow = Glow.from_config("config_l2_d2_w32", dim=16, seed=1)
-  x = np.random.default_rng(0).normal(size=[10, 16]).astype(np.float32)
-  np.testing.assert_allclose(export.apply_flow(flow, x, batch_size=3), flow(tf.constant(x))[0].numpy(),
-                             atol=1e-6)
-  assert export.apply_flow(flow, x[:0]).shape == (0, 16)
+@pytest.mark.slow
+def test_encode_command_with_a_fitted_flow(exported, minilm_dir):
+  tmp = exported["tmp"]
+  raw = exported["raw"]
+  flow_dir = str(tmp / "fitted_flow")
+  config = fit_flow.FlowFitConfig(batch_size=5, num_train_epochs=2.0, seed=7)
+  fitted, summary = fit_flow.fit_flow(fit_flow.CachedPairs(raw, raw[::-1].copy()), config, flow_dir)
+  assert summary["complete"] and summary["steps_done"] == 4
+  src = tmp / "sentences_flow.txt"
+  src.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+  out = tmp / "flow.npy"
+  result = _run(["-m", "bert_flow_tf.encode", f"--model_dir={minilm_dir}", "--sentence_embedding_type",
+                 "first-last-avg", "--flow_checkpoint", flow_dir, "--input_file", str(src), "--output_file",
+                 str(out)])
+  assert result.returncode == 0, result.stderr[-3000:]
+  want = fitted(tf.constant(raw), training=False)[0].numpy()
+  assert np.abs(want - raw).max() > 1e-2
+  np.testing.assert_allclose(np.load(out), want, atol=1e-5)
