@@ -25,8 +25,8 @@ DEFAULT_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
 class AdamWeightDecay(keras.optimizers.Optimizer):
   """Adam without bias correction plus decoupled weight decay (BERT's AdamWeightDecayOptimizer).
 
-  The decay is folded into the Adam step as in the original (one update per variable), not
-  applied by Keras' separate `weight_decay` pass.
+  The decay is applied in `update_step` (not by Keras' separate `weight_decay` pass), with
+  `exclude_from_weight_decay` matched against variable names as in the original.
 
   Args:
     learning_rate: float or `keras.optimizers.schedules.LearningRateSchedule`. The original's
@@ -77,19 +77,27 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     return not any(re.search(p, variable.name) for p in self.exclude_patterns)
 
   def update_step(self, gradient, variable):
-    """theta -= lr * (m / (sqrt(v) + epsilon) + rate * theta), without bias correction."""
+    """theta -= lr * (m / (sqrt(v) + epsilon) + rate * theta), without bias correction.
+
+    The Adam part is TF's fused ResourceApplyAdam with beta_1^t = beta_2^t = 0 given as the
+    bias-correction powers, which makes its step size lr * sqrt(1 - 0) / (1 - 0) = lr: BERT's
+    uncorrected update. The decay is applied first; the Adam step does not read theta, so the
+    result equals the original's single update.
+    """
     if isinstance(gradient, tf.IndexedSlices):
       # The original densified sparse gradients (tf.gradients + clip_by_global_norm) too.
       gradient = tf.convert_to_tensor(gradient)
-    lr = tf.cast(self.learning_rate, variable.dtype)
-    index = self._index_dict[self._var_key(variable)]
-    m, v = self._m[index], self._v[index]
-    m.assign(self.beta_1 * m + (1.0 - self.beta_1) * gradient)
-    v.assign(self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient))
-    update = m / (tf.sqrt(v) + self.epsilon)
+    dtype = variable.dtype
+    lr = tf.cast(self.learning_rate, dtype)
     if self.decays(variable):
-      update += self.weight_decay_rate * variable
-    variable.assign_sub(lr * update)
+      variable.assign_sub(lr * self.weight_decay_rate * variable)
+    index = self._index_dict[self._var_key(variable)]
+    zero = tf.constant(0.0, dtype)
+    tf.raw_ops.ResourceApplyAdam(
+        var=variable.handle, m=self._m[index].handle, v=self._v[index].handle,
+        beta1_power=zero, beta2_power=zero, lr=lr, beta1=tf.constant(self.beta_1, dtype),
+        beta2=tf.constant(self.beta_2, dtype), epsilon=tf.constant(self.epsilon, dtype),
+        grad=gradient)
 
   def get_config(self):
     config = super().get_config()
