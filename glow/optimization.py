@@ -13,6 +13,8 @@ This is a `tf_keras` optimizer: the learning rate may be a float or a
 `keras.optimizers.schedules.LearningRateSchedule` (evaluated at `iterations`, which
 `apply_gradients` increments), and under `tf.distribute` (call `apply_gradients` inside
 `strategy.run`) gradients are summed across replicas before clipping, as Keras does.
+The original gave the encoder and the flow one optimizer each, so each clipped its own
+gradients to norm 1.0: keep two AdamWeightDecay instances when training both.
 """
 import re
 
