@@ -98,7 +98,9 @@ class SiameseConfig:
     tpu: str or None. See `distribute.make_strategy`.
     num_gpus: int.
     use_mixed_precision, use_xla, static_shapes: bool. Static shapes pad every batch to max_seq_length
-      (forced on TPU); otherwise each batch is cut to its longest sentence.
+      (forced on TPU); otherwise each batch is cut to its longest sentence. Mixed precision builds the encoder
+      under a mixed policy (the flow and the losses stay float32); today's BertEncoder adds a float32 attention
+      bias to float16/bfloat16 logits and fails, so it needs that cast first.
   """
   task_name: str
   data_dir: str
@@ -601,11 +603,12 @@ class Trainer:
           out["prediction"] = tf.argmax(out.pop("logits"), -1, output_type=tf.int32)
         return out
 
-      @tf.function
-      def eval_step(batch):
-        return self.strategy.gather(self.strategy.run(replica_fn, args=(batch,)), axis=0)
+      @tf.function  # takes the iterator, so batches of any length S share one trace
+      def eval_step(iterator):
+        return self.strategy.gather(self.strategy.run(replica_fn, args=(next(iterator),)), axis=0)
       self._eval_step = eval_step
-    parts = [self._eval_step(batch) for batch in self.strategy.experimental_distribute_dataset(dataset)]
+    iterator = iter(self.strategy.experimental_distribute_dataset(dataset))
+    parts = [self._eval_step(iterator) for _ in range(len(features["is_real"]) // batch_size)]
     return {k: np.concatenate([p[k].numpy() for p in parts])[:n] for k in parts[0]} | {
         "label": features["label"][:n]}
 
