@@ -157,8 +157,8 @@ def _export(experiment):
   if key is not None and key not in experiment.flows:
     raise app.UsageError(f"--export_flow={FLAGS.export_flow}: no such flow was fitted in this run "
                          f"(--fit_on={','.join(FLAGS.fit_on)})")
-  export.export_models(experiment.encoder, experiment.flows.get(key), FLAGS.export_dir)
-  logging.info("exported to %s", FLAGS.export_dir)
+  paths = export.export_models(experiment.encoder, experiment.flows.get(key), FLAGS.export_dir, overwrite=True)
+  logging.info("exported %s (flow: %s): %s and %s", FLAGS.export_dir, key, paths["text"], paths["ids"])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,71 @@
+"""run_flow.py end to end on the real MiniLM and a slice of the real STS-B files, with a tiny flow."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bert_flow_tf import evaluation
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _slice_stsb(data_dir, out_dir, rows=48):
+  """A data dir whose STS-B files hold the first `rows` lines of the real ones."""
+  target = out_dir / "stsbenchmark"
+  target.mkdir(parents=True)
+  for split in ("train", "dev", "test"):
+    lines = (data_dir / "stsbenchmark" / f"sts-{split}.csv").read_bytes().split(b"\n")[:rows]
+    (target / f"sts-{split}.csv").write_bytes(b"\n".join(lines) + b"\n")
+  return out_dir
+
+
+def _run(args, cwd):
+  cmd = [sys.executable, os.path.join(REPO, "run_flow.py")] + args
+  return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+@pytest.mark.slow
+def test_stsb_flow_target_end_to_end(tmp_path, data_dir):
+  small = _slice_stsb(data_dir, tmp_path / "data")
+  flow_config = tmp_path / "tiny_flow.json"
+  flow_config.write_text(json.dumps({"coupling_width": 8, "n_levels": 2, "depth": 1}))
+  args = ["--model_dir=all-minilm-l6-v2", f"--data_dir={small}", "--task_name=sts-b",
+          "--sentence_embedding_type=first-last-avg", f"--flow_model_config={flow_config}",
+          "--baselines=sn,whitening", "--train_batch_size=8", f"--output_parent_dir={tmp_path / 'exp'}",
+          "--exp_name=e2e", f"--export_dir={tmp_path / 'export'}"]
+  result = _run(args, cwd=tmp_path)
+  assert result.returncode == 0, result.stderr[-3000:]
+  out = tmp_path / "exp" / "e2e"
+  payload = json.loads((out / "results.json").read_text())
+  assert payload["sentence_embedding_type"] == "first-last-avg"
+  rows = {(r["method"], r["fit_on"]): r for r in payload["results"]}
+  assert set(rows) == {("none", None), ("flow", "target"), ("sn", "target"), ("whitening", "target")}
+  for r in payload["results"]:
+    evaluation.Result(**r)  # schema check
+    assert r["dataset"] == "STS-B" and -100 <= r["value"] <= 100
+  info = json.loads((out / "flows" / "target-STS-B" / "flow.json").read_text())
+  assert info["complete"] and info["num_steps"] == 48 * 3 // 8
+  assert "| flow (target) |" in (out / "results.md").read_text()
+  export_info = json.loads((tmp_path / "export" / "export_info.json").read_text())
+  assert export_info["flow"] is not None
+  assert (tmp_path / "export" / "text" / "1" / "saved_model.pb").is_file()
+  assert (tmp_path / "export" / "ids" / "1" / "saved_model.pb").is_file()
+  assert (tmp_path / "exp" / "cache").is_dir() and any((tmp_path / "exp" / "cache").iterdir())
+  # A second run reuses the cached embeddings and the fitted flow, and gives the same numbers.
+  again = _run(args, cwd=tmp_path)
+  assert again.returncode == 0, again.stderr[-3000:]
+  assert "already fitted" in again.stderr
+  assert json.loads((out / "results.json").read_text()) == payload
+
+
+def test_bad_flags_fail_at_start_naming_them(tmp_path, data_dir):
+  result = _run(["--task_name=sts-x", f"--data_dir={data_dir}"], cwd=tmp_path)
+  assert result.returncode != 0 and "--task_name='sts-x'" in result.stderr
+  result = _run(["--sentence_embedding_type=avg-last-x", f"--data_dir={data_dir}"], cwd=tmp_path)
+  assert result.returncode != 0 and "--sentence_embedding_type" in result.stderr
+  result = _run(["--data_dir=/nonexistent/data"], cwd=tmp_path)
+  assert result.returncode != 0 and "/nonexistent/data" in result.stderr
+  result = _run(["--no_such_flag=1", f"--data_dir={data_dir}"], cwd=tmp_path)
+  assert result.returncode != 0 and "no_such_flag" in result.stderr
