@@ -13,11 +13,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 from absl import logging
-from tensorflow import get_logger as _tf_get_logger
 
 from bert_flow_tf import baselines
 from bert_flow_tf import io_utils
 from bert_flow_tf import loaders
+from bert_flow_tf import logs
 from bert_flow_tf import pooling
 from bert_flow_tf import presets
 from bert_flow_tf.experiment import ALL_EVAL_TASKS, EVAL_TASKS, Experiment, ExperimentConfig
@@ -120,7 +120,7 @@ def _load_model():
 
 
 def main(argv):
-  _tf_get_logger().setLevel("WARNING")  # TF's own INFO lines (checkpoint sharding) are noise here.
+  logs.quiet_tensorflow()
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   _check_flags()
