@@ -239,9 +239,10 @@ class Glow(keras.layers.Layer):
     x = tf.convert_to_tensor(x, tf.float32)
     self._encode(x, lambda step, h: step.data_init(h))
     self.initialized.assign(True)
-    degenerate = {an.name: an.degenerate_dims for an in self._actnorms() if an.degenerate_dims.size}
+    # Every ActNorm is named "actnorm" inside its step, so they are listed in order, not keyed by name.
+    degenerate = [(an.name, an.degenerate_dims) for an in self._actnorms() if an.degenerate_dims.size]
     if degenerate:
-      first = next(iter(degenerate.items()))
+      first = degenerate[0]
       logging.warning(
           "Glow DDI: %d ActNorm(s) saw near-constant dimensions (std < 1e-3 x median std) and "
           "left them unscaled instead of scaling by ~1/(std + 1e-6); first: %s dims %s",
