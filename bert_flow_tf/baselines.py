@@ -19,12 +19,11 @@ exact), so the output stays finite
 Every object has `fit(x) -> self`, `transform(x)`, `save(path)` (npz, atomic) and `Cls.load(path)`;
 `load_baseline(path)` restores any of them. `make_baseline(name)` builds an unfitted one from its method name.
 """
-import io
-import os
 import re
-import tempfile
 
 import numpy as np
+
+from bert_flow_tf import io_utils
 
 EPS = 1e-12
 _FORMS = '"whitening", "whitening-K", "sn", "natsv-K", "sn+natsv-K" (K a positive integer)'
@@ -73,16 +72,9 @@ class _Calibration:
     """Saves the method name and fitted arrays to the npz file `path` (tmp file + os.replace)."""
     if not self.fitted:
       raise ValueError(f"{self.name}: save called before fit")
-    buffer = io.BytesIO()
-    np.savez(buffer, name=np.array(self.name), **{k: v for k, v in self._state().items()})
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".npz.tmp")
-    try:
-      with os.fdopen(fd, "wb") as f:
-        f.write(buffer.getvalue())
-      os.replace(tmp, path)
-    except BaseException:
-      os.unlink(tmp)
-      raise
+    with io_utils.atomic_path(path) as tmp:
+      with open(tmp, "wb") as f:
+        np.savez(f, name=np.array(self.name), **self._state())
 
   @classmethod
   def load(cls, path):

@@ -7,12 +7,12 @@ reports them (Spearman rho x 100, AUC x 100).
 import collections.abc
 import dataclasses
 import json
-import os
 import re
-import tempfile
 
 import numpy as np
 import scipy.stats
+
+from bert_flow_tf import io_utils
 
 DATASETS = ("STS-B", "SICK-R", "STS12", "STS13", "STS14", "STS15", "STS16", "QNLI")
 METRICS = ("spearman", "auc")
@@ -214,23 +214,10 @@ class Result:
 
 
 def write_results_json(path, model, sentence_embedding_type, results):
-  """Writes {"model", "sentence_embedding_type", "results": [Result fields...]} to `path` atomically.
-
-  The JSON goes to a temporary file in the same folder, which then replaces `path` (os.replace), so a
-  reader never sees a half-written file.
-  """
+  """Writes {"model", "sentence_embedding_type", "results": [Result fields...]} to `path` atomically."""
   payload = {"model": model, "sentence_embedding_type": sentence_embedding_type,
              "results": [dataclasses.asdict(r) for r in results]}
-  folder = os.path.dirname(os.path.abspath(path))
-  fd, tmp = tempfile.mkstemp(dir=folder, prefix=".results-", suffix=".json.tmp")
-  try:
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-      json.dump(payload, f, indent=2)
-      f.write("\n")
-    os.replace(tmp, path)
-  except BaseException:
-    os.unlink(tmp)
-    raise
+  io_utils.write_text(path, json.dumps(payload, indent=2) + "\n")
 
 
 def _row_label(method, fit_on):

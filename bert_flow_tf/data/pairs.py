@@ -9,6 +9,8 @@ import os
 
 import numpy as np
 
+from bert_flow_tf import io_utils
+
 
 @dataclasses.dataclass(frozen=True)
 class PairSet:
@@ -68,16 +70,8 @@ def require_file(path):
 
 
 def read_lines(path):
-  """Reads a UTF-8 text file into a list of lines without line ends ("\n", "\r\n").
-
-  A final empty line (the file ends with a newline) is dropped; other blank lines are kept so that line
-  numbers (index + 1) stay those of the file.
-  """
-  with open(require_file(path), encoding="utf-8", newline="") as f:
-    lines = f.read().split("\n")
-  if lines and lines[-1] == "":
-    lines.pop()
-  return [line[:-1] if line.endswith("\r") else line for line in lines]
+  """Lines of a UTF-8 data file without line ends; bytes that are not UTF-8 fail naming file:line."""
+  return io_utils.read_lines(require_file(path))
 
 
 def split_fields(line, path, lineno, min_fields, max_fields=None):
