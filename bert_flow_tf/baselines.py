@@ -166,8 +166,11 @@ class Natsv(_Calibration):
     if self.k > min(x.shape):
       raise ValueError(f"{self.name}: k={self.k} > min(N, D)={min(x.shape)}")
     self.mu = x.mean(axis=0)
-    _, _, vt = np.linalg.svd(x - self.mu, full_matrices=False)
-    self.directions = vt[:self.k].T
+    # The top right singular vectors of the centered data are the top eigenvectors of its [D, D] scatter
+    # matrix; the eigendecomposition of that is far cheaper than an SVD of the [N, D] data.
+    centered = x - self.mu
+    _, vectors = np.linalg.eigh(centered.T @ centered)                       # ascending eigenvalues
+    self.directions = vectors[:, ::-1][:, :self.k]
 
   def _apply(self, x):
     centered = x - self.mu
