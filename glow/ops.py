@@ -271,6 +271,13 @@ class _Coupling(FlowLayer):
   def get_config(self):
     return dict(super().get_config(), width=self.width, dropout=self.dropout, init=self.init)
 
+  def call(self, x, training=False):
+    return self._forward(x, training, ddi=False)
+
+  def data_init(self, x):
+    """The forward pass with data-dependent init of the coupling net's ActNorms."""
+    return self._forward(x, training=False, ddi=True)
+
 
 class AdditiveCoupling(_Coupling):
   """y = [x1, x2 + NN(x1)]; log|det| = 0 (the paper's choice).
@@ -288,12 +295,6 @@ class AdditiveCoupling(_Coupling):
     x1, x2 = tf.split(x, 2, axis=-1)  # [B, D/2] each
     shift = self.nn.data_init(x1) if ddi else self.nn(x1, training=training)
     return tf.concat([x1, x2 + shift], -1), tf.zeros(tf.shape(x)[:1], x.dtype)
-
-  def call(self, x, training=False):
-    return self._forward(x, training, ddi=False)
-
-  def data_init(self, x):
-    return self._forward(x, training=False, ddi=True)
 
   def inverse(self, y):
     y1, y2 = tf.split(y, 2, axis=-1)
@@ -323,12 +324,6 @@ class AffineCoupling(_Coupling):
     shift, scale = self._shift_scale(h)
     y2 = (x2 + shift) * scale
     return tf.concat([x1, y2], -1), tf.reduce_sum(tf.math.log(scale), axis=-1)
-
-  def call(self, x, training=False):
-    return self._forward(x, training, ddi=False)
-
-  def data_init(self, x):
-    return self._forward(x, training=False, ddi=True)
 
   def inverse(self, y):
     y1, y2 = tf.split(y, 2, axis=-1)
