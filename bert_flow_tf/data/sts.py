@@ -34,20 +34,22 @@ def read_stsb_csv(path, name):
   Returns:
     PairSet with float64 labels in [0, 5].
   """
+  return _read_scored_rows(path, name, header=False, fields=(7, float("inf")), columns=(5, 6, 4))
+
+
+def _read_scored_rows(path, name, header, fields, columns):
+  """Tab-separated rows -> PairSet. fields: (min, max) count; columns: (sentence a, sentence b, score)."""
+  a, b, score = columns
   rows = []
-  for i, line in enumerate(pairs_lib.read_lines(path)):
-    f = pairs_lib.split_fields(line, path, i + 1, 7, float("inf"))
-    rows.append((f[5], f[6], pairs_lib.parse_score(f[4], path, i + 1)))
+  for i, line in enumerate(pairs_lib.read_lines(path)[int(header):], start=int(header) + 1):
+    f = pairs_lib.split_fields(line, path, i, *fields)
+    rows.append((f[a], f[b], pairs_lib.parse_score(f[score], path, i)))
   return pairs_lib.make_pairs(name, rows, np.float64)
 
 
 def read_stsb_glue_tsv(path, name):
   """Reads a GLUE STS-B tsv with labels (train.tsv / dev.tsv): header, sentences 7 and 8, score 9."""
-  rows = []
-  for i, line in enumerate(pairs_lib.read_lines(path)[1:], start=1):
-    f = pairs_lib.split_fields(line, path, i + 1, 10)
-    rows.append((f[7], f[8], pairs_lib.parse_score(f[9], path, i + 1)))
-  return pairs_lib.make_pairs(name, rows, np.float64)
+  return _read_scored_rows(path, name, header=True, fields=(10,), columns=(7, 8, 9))
 
 
 def load_stsb(data_dir):
@@ -73,11 +75,7 @@ def load_stsb(data_dir):
 
 def read_sick(path, name):
   """Reads one SICK release file (header; 5 fields; relatedness score in field 3, 1-5)."""
-  rows = []
-  for i, line in enumerate(pairs_lib.read_lines(path)[1:], start=1):
-    f = pairs_lib.split_fields(line, path, i + 1, 5)
-    rows.append((f[1], f[2], pairs_lib.parse_score(f[3], path, i + 1)))
-  return pairs_lib.make_pairs(name, rows, np.float64)
+  return _read_scored_rows(path, name, header=True, fields=(5,), columns=(1, 2, 3))
 
 
 def load_sick(data_dir):
