@@ -613,13 +613,14 @@ class Trainer:
         "label": features["label"][:n]}
 
   def evaluate(self, pair_sets):
-    """Dev metrics: loss, Pearson and Spearman x100 of cos vs the (scaled) labels, accuracy for NLI."""
+    """Dev metrics: loss; accuracy for NLI, Pearson and Spearman x100 of cos vs the scaled labels otherwise."""
     out = self.infer(pair_sets, self.config.eval_batch_size)
-    result = {"num_pairs": int(len(out["label"])), "eval_loss": float(np.mean(out["per_example_loss"])),
-              "pearson_x100": evaluation.pearson_x100(out["cos"], out["label"]),
-              "spearman_x100": evaluation.spearman_x100(out["cos"], out["label"])}
+    result = {"num_pairs": int(len(out["label"])), "eval_loss": float(np.mean(out["per_example_loss"]))}
     if "prediction" in out:
       result["accuracy"] = float(np.mean(out["prediction"] == out["label"]))
+    else:
+      result["pearson_x100"] = evaluation.pearson_x100(out["cos"], out["label"])
+      result["spearman_x100"] = evaluation.spearman_x100(out["cos"], out["label"])
     if "flow_nll" in out:
       result["eval_loss_flow"] = float(np.mean(out["flow_nll"]))
     return result
