@@ -37,7 +37,8 @@ class BertEncoder(keras.layers.Layer):
     mask = tf.cast(inputs["input_mask"], tf.float32)                              # [B, S]
     x = self.embeddings(word_ids, inputs["input_type_ids"], training=training)   # [B, S, H]
     embedding_output = x
-    attention_bias = (1.0 - mask)[:, tf.newaxis, tf.newaxis, :] * -10000.0       # [B, 1, 1, S]
+    # In the compute dtype (float16/bfloat16 under a mixed-precision policy); -10000 fits in float16.
+    attention_bias = tf.cast((1.0 - mask)[:, tf.newaxis, tf.newaxis, :] * -10000.0, x.dtype)  # [B, 1, 1, S]
     encoder_outputs = []
     for block in self.blocks:
       x = block(x, attention_bias, training=training)

@@ -68,3 +68,16 @@ def test_config_errors_name_the_problem(tmp_path):
     BertConfig.from_hf_json(str(tmp_path / "nowhere.json"))
   with pytest.raises(ValueError, match="hidden_size \\(30\\).*num_attention_heads \\(4\\)"):
     BertConfig(vocab_size=9, hidden_size=30, num_attention_heads=4)
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_policy(policy):
+  import tf_keras as keras
+  keras.mixed_precision.set_global_policy(policy)
+  try:
+    encoder = BertEncoder(TINY)
+    out = encoder(_inputs([[1, 5, 6, 2, 0]], [[1, 1, 1, 1, 0]]))
+  finally:
+    keras.mixed_precision.set_global_policy("float32")
+  assert out["sequence_output"].dtype == tf.as_dtype(policy.split("_")[1])
+  assert np.all(np.isfinite(out["sequence_output"].numpy().astype(np.float32)))
