@@ -65,8 +65,8 @@ flags.DEFINE_integer("low_dim", 0, "> 0: average the embedding down to low_dim d
 flags.DEFINE_string("tpu", None, "Use a TPU: its name/address for TPUClusterResolver ('' on Colab, 'local' on a "
                     "TPU VM). Unset: no TPU.")
 flags.DEFINE_integer("num_gpus", 0, "GPUs (MirroredStrategy for > 1); 0: the default strategy.")
-flags.DEFINE_bool("use_mixed_precision", False, "bfloat16 on TPU, float16 with loss scaling on GPU. Needs "
-                  "BertEncoder to build its attention bias in the compute dtype (it is float32 today).")
+flags.DEFINE_bool("use_mixed_precision", False, "bfloat16 on TPU, float16 with loss scaling elsewhere (the "
+                  "flow and the losses stay float32).")
 flags.DEFINE_bool("use_xla", False, "jit_compile the forward/backward pass.")
 flags.DEFINE_bool("static_shapes", False, "Pad every batch to max_seq_length (always on with --tpu).")
 

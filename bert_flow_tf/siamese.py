@@ -99,8 +99,7 @@ class SiameseConfig:
     num_gpus: int.
     use_mixed_precision, use_xla, static_shapes: bool. Static shapes pad every batch to max_seq_length
       (forced on TPU); otherwise each batch is cut to its longest sentence. Mixed precision builds the encoder
-      under a mixed policy (the flow and the losses stay float32); today's BertEncoder adds a float32 attention
-      bias to float16/bfloat16 logits and fails, so it needs that cast first.
+      under a mixed policy (the flow and the losses stay float32).
   """
   task_name: str
   data_dir: str

@@ -263,3 +263,11 @@ def _distribution_main(workdir):
 
 if __name__ == "__main__":
   _distribution_main(sys.argv[1])
+
+
+def test_mixed_precision_trains(tiny, tmp_path):
+  from bert_flow_tf import siamese
+  model_dir, data_dir = tiny
+  result = siamese.run(tiny_config(model_dir, data_dir, str(tmp_path / "mp"), use_mixed_precision=True))
+  losses = result["train"]["losses"]
+  assert len(losses) == 6 and np.all(np.isfinite(losses))
