@@ -149,7 +149,9 @@ class Experiment:
       pairs = fit_flow_lib.FaithfulPairs(self.encoder, [s for p in pairsets for s in p.sentences_a],
                                          [s for p in pairsets for s in p.sentences_b])
     with self.timer.stage(f"fit flow ({fit_on})"):
-      flow, _ = fit_flow_lib.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{label}")
+      provenance = {"model": self.config.model.source, "sentence_embedding_type": self.encoder.pooling.name,
+                    "max_seq_length": self.encoder.max_seq_length, "mode": self.config.flow_mode}
+      flow, _ = fit_flow_lib.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{label}", provenance=provenance)
     return flow
 
   def nli_flow(self):

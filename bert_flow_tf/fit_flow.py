@@ -136,13 +136,18 @@ def _write_info(flow_dir, dim, config, extra):
   io_utils.write_text(os.path.join(flow_dir, FLOW_INFO), json.dumps(info, indent=2, sort_keys=True) + "\n")
 
 
-def load_fitted_flow(flow_dir):
-  """Restores a flow written by `fit_flow` (its flow.json and latest checkpoint). Returns a Glow."""
+def read_flow_info(flow_dir):
+  """The flow.json that `fit_flow` wrote: dim, flow config, fit config, progress and `provenance`."""
   info_path = os.path.join(flow_dir, FLOW_INFO)
   if not os.path.isfile(info_path):
     raise FileNotFoundError(f"no fitted flow in {flow_dir}: {FLOW_INFO} is missing")
   with open(info_path, encoding="utf-8") as f:
-    info = json.load(f)
+    return json.load(f)
+
+
+def load_fitted_flow(flow_dir):
+  """Restores a flow written by `fit_flow` (its flow.json and latest checkpoint). Returns a Glow."""
+  info = read_flow_info(flow_dir)
   if not info.get("complete"):
     raise ValueError(f"the flow in {flow_dir} did not finish fitting ({info.get('steps_done')} of "
                      f"{info.get('num_steps')} steps); rerun the fit to resume it")
@@ -155,7 +160,7 @@ def load_fitted_flow(flow_dir):
   return flow
 
 
-def fit_flow(pairs, config, flow_dir, name="flow"):
+def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
   """Fits a Glow on `pairs`, checkpointing into `flow_dir`; resumes from the latest checkpoint there.
 
   Args:
@@ -163,6 +168,8 @@ def fit_flow(pairs, config, flow_dir, name="flow"):
     config: FlowFitConfig.
     flow_dir: str. Checkpoints, flow.json and TensorBoard events (`tb/`) go here.
     name: str, a label for logs and progress.
+    provenance: dict or None, what the vectors are (model, pooling, max_seq_length), kept in flow.json so that
+      users of the flow can check they feed it the same kind of vectors.
 
   Returns:
     (Glow, dict) — the fitted flow and a summary: steps, first/last/mean loss (bits/dim), seconds.
@@ -186,7 +193,8 @@ def fit_flow(pairs, config, flow_dir, name="flow"):
   elif config.init == "ddi":
     a, b = pairs.batch(order[0])
     flow.data_init(tf.concat([a, b], axis=0))
-  _write_info(flow_dir, pairs.dim, config, {"num_steps": num_steps, "steps_done": int(step), "complete": False})
+  _write_info(flow_dir, pairs.dim, config, {"num_steps": num_steps, "steps_done": int(step), "complete": False,
+                                            "provenance": provenance})
 
   variables = flow.trainable_variables
   optimizer.build(variables)
@@ -220,6 +228,7 @@ def fit_flow(pairs, config, flow_dir, name="flow"):
   writer.flush()
   seconds = float(tf.timestamp() - start)
   summary = {"num_steps": num_steps, "steps_done": int(step), "complete": True, "seconds": seconds,
+             "provenance": provenance,
              "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
              "mean_loss_last_10pct": float(np.mean(losses[-max(1, len(losses) // 10):])) if losses else None}
   _write_info(flow_dir, pairs.dim, config, summary)

@@ -125,7 +125,8 @@ def test_encode_command_with_a_fitted_flow(exported, minilm_dir):
   raw = exported["raw"]
   flow_dir = str(tmp / "fitted_flow")
   config = fit_flow.FlowFitConfig(batch_size=5, num_train_epochs=2.0, seed=7)
-  fitted, summary = fit_flow.fit_flow(fit_flow.CachedPairs(raw, raw[::-1].copy()), config, flow_dir)
+  fitted, summary = fit_flow.fit_flow(fit_flow.CachedPairs(raw, raw[::-1].copy()), config, flow_dir,
+                                      provenance={"sentence_embedding_type": "first-last-avg", "max_seq_length": 64})
   assert summary["complete"] and summary["steps_done"] == 4
   src = tmp / "sentences_flow.txt"
   src.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
@@ -137,3 +138,10 @@ def test_encode_command_with_a_fitted_flow(exported, minilm_dir):
   want = fitted(tf.constant(raw), training=False)[0].numpy()
   assert np.abs(want - raw).max() > 1e-2
   np.testing.assert_allclose(np.load(out), want, atol=1e-5)
+  # A flow fitted on other vectors than the flags produce is refused, naming the flag.
+  result = _run(["-m", "bert_flow_tf.encode", f"--model_dir={minilm_dir}", "--sentence_embedding_type",
+                 "last-avg", "--flow_checkpoint", flow_dir, "--input_file", str(src), "--output_file",
+                 str(tmp / "wrong.npy")])
+  assert result.returncode != 0
+  assert "--sentence_embedding_type=last-avg (the flow was fitted with first-last-avg)" in result.stderr
+  assert not (tmp / "wrong.npy").exists()
