@@ -27,6 +27,7 @@ from tensorflow.core.framework import summary_pb2
 
 import glow
 from bert_flow_tf import io_utils
+from bert_flow_tf import order as order_lib
 from bert_flow_tf.progress import Progress
 
 FLOW_INFO = "flow.json"
@@ -68,15 +69,6 @@ class FlowDivergedError(FloatingPointError):
 
 def num_train_steps(num_pairs, batch_size, num_train_epochs):
   return int(num_pairs / batch_size * num_train_epochs)
-
-
-def batch_order(num_pairs, batch_size, num_steps, seed):
-  """Pair indices of every step, int64 [num_steps, batch_size]: seeded permutations, epoch after epoch."""
-  rng = np.random.default_rng(seed)
-  needed = num_steps * batch_size
-  epochs = [rng.permutation(num_pairs) for _ in range(math.ceil(needed / max(num_pairs, 1)))]
-  stream = np.concatenate(epochs) if epochs else np.zeros([0], np.int64)
-  return stream[:needed].reshape(num_steps, batch_size)
 
 
 class CachedPairs:
@@ -181,7 +173,7 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
   if num_steps < 1:
     raise ValueError(f"{name}: {len(pairs)} pairs at batch_size {config.batch_size} x {config.num_train_epochs} "
                      "epochs is less than one step")
-  order = batch_order(len(pairs), config.batch_size, num_steps, config.seed)
+  order = order_lib.batch_order(len(pairs), config.batch_size, num_steps, config.seed)
   flow = _build_flow(pairs.dim, config)
   optimizer = glow.AdamWeightDecay(learning_rate=config.learning_rate, weight_decay_rate=config.weight_decay_rate)
   step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")

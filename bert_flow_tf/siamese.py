@@ -41,11 +41,9 @@ Legend: B = batch (pairs), S = sequence length, H = hidden size, D = pooled widt
 import dataclasses
 import json
 import os
-import shutil
 import time
 
 import numpy as np
-import safetensors.numpy
 import tensorflow as tf
 import tf_keras as keras
 from absl import logging
@@ -57,13 +55,14 @@ from bert_flow_tf import distribute
 from bert_flow_tf import evaluation
 from bert_flow_tf import io_utils
 from bert_flow_tf import loaders
+from bert_flow_tf import order as order_lib
 from bert_flow_tf import pooling as pooling_lib
 from bert_flow_tf.encoder import BertEncoder
-from bert_flow_tf.loaders import names as names_lib
+from bert_flow_tf.loaders import safetensors as hf_loader
+from bert_flow_tf.loaders import tfhub
 from bert_flow_tf.tokenizer import BertTokenizer
 
 SPLITS = ("train", "dev", "test")
-_HF_ACTIVATION_WORDS = {"gelu_erf": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "tanh": "tanh"}
 _TOKENIZE_CHUNK = 4096
 
 
@@ -361,16 +360,6 @@ def make_features(pair_sets, task, tokenizer, max_seq_length, dupe_factor=1, num
           "is_real": np.ones([n * dupe_factor], np.float32)}
 
 
-def training_order(num_rows, num_steps, batch_size, seed):
-  """Row indices of every training step: a fresh permutation of all rows per epoch, seeded by (seed, epoch)."""
-  need = num_steps * batch_size
-  parts, epoch = [], 0
-  while sum(len(p) for p in parts) < need:
-    parts.append(np.random.default_rng([seed, epoch]).permutation(num_rows))
-    epoch += 1
-  return np.concatenate(parts)[:need] if parts else np.zeros([0], np.int64)
-
-
 def _trim_to_longest(batch):
   """Cuts each side of a padded batch to its longest sentence (dynamic S)."""
   out = dict(batch)
@@ -412,39 +401,13 @@ def load_encoder(config):
   return loaders.load_model(config.model, do_lower_case=config.do_lower_case, vocab_file=config.vocab_file)
 
 
-def hf_config_dict(bert_config):
-  """An HF-format `config.json` for a BertConfig (our "gelu_erf" is HF's "gelu")."""
-  raw = bert_config.to_dict()
-  raw["hidden_act"] = _HF_ACTIVATION_WORDS[bert_config.hidden_act]
-  return {"architectures": ["BertModel"], "model_type": "bert", **raw}
-
-
 def export_encoder(loaded, out_dir):
-  """Writes the (fine-tuned) encoder where `loaders.load_model(out_dir)` reads it.
-
-  A BertEncoder goes out in HF format (config.json, tokenizer_config.json, vocab.txt, model.safetensors with the
-  HF keys of `names.weight_names`); a TF-Hub encoder as a TF-Hub SavedModel.
-
-  Returns:
-    str, out_dir.
-  """
-  if not isinstance(loaded.encoder, BertEncoder):
-    from bert_flow_tf.loaders import tfhub
+  """Writes the (fine-tuned) encoder where `loaders.load_model(out_dir)` reads it: HF format for a BertEncoder,
+  a TF-Hub SavedModel for a TF-Hub encoder. Returns out_dir."""
+  if isinstance(loaded.encoder, BertEncoder):
+    hf_loader.save_hf_encoder(loaded.encoder, loaded.config, out_dir, loaded.vocab_file, loaded.do_lower_case)
+  else:
     tfhub.save_hub_encoder(loaded.encoder, out_dir, loaded.vocab_file, loaded.do_lower_case)
-    return out_dir
-  os.makedirs(out_dir, exist_ok=True)
-  tensors = {}
-  for name in names_lib.weight_names(loaded.encoder):
-    value = name.variable.numpy()
-    tensors[name.hf] = np.ascontiguousarray(value.T if name.hf_transposed else value)
-  with io_utils.atomic_path(os.path.join(out_dir, "model.safetensors")) as tmp:
-    safetensors.numpy.save_file(tensors, tmp)
-  io_utils.write_text(os.path.join(out_dir, "config.json"),
-                      json.dumps(hf_config_dict(loaded.config), indent=2, sort_keys=True) + "\n")
-  io_utils.write_text(os.path.join(out_dir, "tokenizer_config.json"),
-                      json.dumps({"do_lower_case": loaded.do_lower_case}) + "\n")
-  if os.path.abspath(loaded.vocab_file) != os.path.abspath(os.path.join(out_dir, "vocab.txt")):
-    shutil.copyfile(loaded.vocab_file, os.path.join(out_dir, "vocab.txt"))
   return out_dir
 
 
@@ -561,7 +524,8 @@ class Trainer:
     features = self.features(pair_sets, training=True)
     start = int(self.step.numpy())
     end = self.num_train_steps if stop_at_step is None else min(stop_at_step, self.num_train_steps)
-    order = training_order(len(features["label"]), self.num_train_steps, c.train_batch_size, c.seed)
+    order = order_lib.batch_order(len(features["label"]), c.train_batch_size, self.num_train_steps,
+                                  c.seed).reshape(-1)
     order = order[start * c.train_batch_size:end * c.train_batch_size]
     dataset = make_dataset(features, c.train_batch_size, self.static_shapes, order)
     iterator = iter(self.strategy.experimental_distribute_dataset(dataset))

@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from bert_flow_tf import fit_flow
+from bert_flow_tf import order as order_lib
 
 
 @pytest.fixture
@@ -43,9 +44,9 @@ class _CrashingPairs(fit_flow.CachedPairs):
 
 
 def test_batch_order_is_seeded_and_covers_every_pair_per_epoch():
-  order = fit_flow.batch_order(10, 4, 5, seed=3)
+  order = order_lib.batch_order(10, 4, 5, seed=3)
   assert order.shape == (5, 4)
-  np.testing.assert_array_equal(order, fit_flow.batch_order(10, 4, 5, seed=3))
+  np.testing.assert_array_equal(order, order_lib.batch_order(10, 4, 5, seed=3))
   assert sorted(order.reshape(-1)[:10]) == list(range(10))
   assert fit_flow.num_train_steps(8628, 32, 1.0) == 269
   assert fit_flow.num_train_steps(19666, 32, 0.15) == 92
@@ -79,7 +80,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_config
   bad = pairs.a.copy()
   bad[50:] = np.nan
   # With a fixed order, find the first step that touches a NaN row.
-  order = fit_flow.batch_order(len(bad), tiny_config.batch_size, 12, tiny_config.seed)
+  order = order_lib.batch_order(len(bad), tiny_config.batch_size, 12, tiny_config.seed)
   first_bad = int(np.argmax([(row >= 50).any() for row in order])) + 1
   with pytest.raises(fit_flow.FlowDivergedError, match=f"at step {first_bad}"):
     fit_flow.fit_flow(fit_flow.CachedPairs(bad, pairs.b), tiny_config, str(tmp_path / "nan"))

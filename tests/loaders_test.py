@@ -81,6 +81,18 @@ def test_tf1_round_trip_is_exact(tiny, tf1_dir):
     np.testing.assert_array_equal(g.numpy(), w.numpy())
 
 
+def test_hf_round_trip_is_exact_and_gelu_word_is_hf(tiny, tmp_path):
+  from bert_flow_tf.loaders import safetensors as hf_loader
+  encoder, config, vocab = tiny
+  hf_loader.save_hf_encoder(encoder, config, str(tmp_path), vocab_file=vocab, do_lower_case=False)
+  assert json.loads((tmp_path / "config.json").read_text())["hidden_act"] == "gelu_new"  # HF's tanh GELU
+  loaded = loaders.load_model(str(tmp_path))
+  assert (loaded.format, loaded.do_lower_case, loaded.config) == ("hf", False, config)
+  want, got = encoder(_inputs()), loaded.encoder(_inputs())
+  for key in ("embedding_output", "sequence_output", "pooled_output"):
+    np.testing.assert_array_equal(got[key].numpy(), want[key].numpy())
+
+
 def test_tf1_missing_variable_is_named(tf1_dir, tmp_path):
   tensors = _read_ckpt(str(tf1_dir / "bert_model.ckpt"))
   del tensors["bert/encoder/layer_1/output/dense/kernel"]

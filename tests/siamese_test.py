@@ -76,15 +76,6 @@ def test_warmup_linear_decay():
   np.testing.assert_allclose(got, [0.0, 1e-5, 1.8e-5, 0.9e-5, 0.0, 0.0], atol=1e-12)
 
 
-def test_training_order_is_a_permutation_per_epoch():
-  from bert_flow_tf.siamese import training_order
-  order = training_order(10, num_steps=5, batch_size=3, seed=1)
-  assert len(order) == 15
-  assert sorted(order[:10]) == list(range(10))
-  assert not np.array_equal(order[:5], training_order(10, 5, 3, seed=2)[:5])
-  np.testing.assert_array_equal(order, training_order(10, 5, 3, seed=1))
-
-
 def test_features_labels_dupes_and_num_examples(tiny):
   from bert_flow_tf import data as data_lib
   from bert_flow_tf.siamese import make_features

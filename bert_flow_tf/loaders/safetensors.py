@@ -1,13 +1,18 @@
-"""Loads an HF-format BERT directory: config.json, vocab.txt, model.safetensors (read with numpy, no torch)."""
+"""Reads and writes HF-format BERT directories: config.json, vocab.txt, model.safetensors (numpy, no torch)."""
 import json
 import os
+import shutil
 
+import numpy as np
 import safetensors.numpy
 
+from bert_flow_tf import io_utils
 from bert_flow_tf.config import BertConfig
 from bert_flow_tf.encoder import BertEncoder
 from bert_flow_tf.loaders import names as names_lib
 
+# Our activation name -> HF's config word.
+_HF_ACTIVATION_WORDS = {"gelu_erf": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "tanh": "tanh"}
 # Keys an HF checkpoint may hold beside the encoder: buffers and task heads.
 _IGNORED_PREFIXES = ("embeddings.position_ids", "cls.", "qa_outputs.", "classifier.")
 
@@ -53,3 +58,34 @@ def load_hf_encoder(model_dir):
   names_lib.assign_strict(names_lib.weight_names(encoder), tensors, key=lambda n: n.hf, source=weights_path,
                           transpose=lambda n: n.hf_transposed, ignore=_IGNORED_PREFIXES)
   return encoder, config
+
+
+def hf_config_dict(config):
+  """An HF-format `config.json` for a BertConfig (our "gelu_erf" is HF's "gelu")."""
+  raw = config.to_dict()
+  raw["hidden_act"] = _HF_ACTIVATION_WORDS[config.hidden_act]
+  return {"architectures": ["BertModel"], "model_type": "bert", **raw}
+
+
+def save_hf_encoder(encoder, config, out_dir, vocab_file=None, do_lower_case=True):
+  """Writes a BertEncoder as an HF-format directory that `load_hf_encoder` (and transformers) read.
+
+  Files: model.safetensors (HF keys and layouts from `names.weight_names`), config.json,
+  tokenizer_config.json (do_lower_case) and vocab.txt when `vocab_file` is given. Each is written atomically.
+  """
+  os.makedirs(out_dir, exist_ok=True)
+  tensors = {}
+  for name in names_lib.weight_names(encoder):
+    value = name.variable.numpy()
+    tensors[name.hf] = np.ascontiguousarray(value.T if name.hf_transposed else value)
+  with io_utils.atomic_path(os.path.join(out_dir, "model.safetensors")) as tmp:
+    safetensors.numpy.save_file(tensors, tmp)
+  io_utils.write_text(os.path.join(out_dir, "config.json"),
+                      json.dumps(hf_config_dict(config), indent=2, sort_keys=True) + "\n")
+  io_utils.write_text(os.path.join(out_dir, "tokenizer_config.json"),
+                      json.dumps({"do_lower_case": do_lower_case}) + "\n")
+  target = os.path.join(out_dir, "vocab.txt")
+  if vocab_file and os.path.abspath(vocab_file) != os.path.abspath(target):
+    with io_utils.atomic_path(target) as tmp:
+      shutil.copyfile(vocab_file, tmp)
+  return out_dir
