@@ -5,6 +5,7 @@ dataset's own sentences ("target") and/or one flow fitted on NLI sentences ("nli
 baselines fitted on the same target sentences as the flow. Outputs in `output_dir`: results.json, results.md,
 isotropy.json, timings.json, flows/<fit_on>-<dataset>/ (checkpoints, flow.json, TensorBoard events).
 """
+import contextlib
 import dataclasses
 import json
 import os
@@ -100,22 +101,18 @@ def target_pairsets(task, use_full_for_training, one_pass_full):
 
 
 class Timer:
-  """Wall seconds per named stage."""
+  """Wall seconds per named stage, summed over the stage's visits."""
 
   def __init__(self):
     self.seconds = {}
 
+  @contextlib.contextmanager
   def stage(self, name):
-    timer = self
-
-    class _Stage:
-      def __enter__(self):
-        self.start = time.perf_counter()
-
-      def __exit__(self, *exc):
-        timer.seconds[name] = timer.seconds.get(name, 0.) + time.perf_counter() - self.start
-
-    return _Stage()
+    start = time.perf_counter()
+    try:
+      yield
+    finally:
+      self.seconds[name] = self.seconds.get(name, 0.) + time.perf_counter() - start
 
 
 class Experiment:
@@ -139,18 +136,25 @@ class Experiment:
 
   def _fit(self, fit_on, label, pairsets, fit_config):
     flow_dir = os.path.join(self.config.output_dir, "flows", f"{fit_on}-{label}")
-    info = os.path.join(flow_dir, fit_flow_lib.FLOW_INFO)
-    if os.path.isfile(info) and json.load(open(info, encoding="utf-8")).get("complete"):
-      logging.info("flow %s-%s already fitted in %s; reusing it", fit_on, label, flow_dir)
-      return fit_flow_lib.load_fitted_flow(flow_dir)
+    provenance = {"model": self.config.model.source, "sentence_embedding_type": self.encoder.pooling.name,
+                  "max_seq_length": self.encoder.max_seq_length, "mode": self.config.flow_mode}
+    if os.path.isfile(os.path.join(flow_dir, fit_flow_lib.FLOW_INFO)):
+      info = fit_flow_lib.read_flow_info(flow_dir)
+      stored = {"fit": info["fit"], **(info.get("provenance") or {})}
+      wanted = {"fit": dataclasses.asdict(fit_config), **(provenance if info.get("provenance") else {})}
+      if stored != wanted:
+        changed = sorted(k for k in wanted if stored.get(k) != wanted[k])
+        raise ValueError(f"{flow_dir} holds a flow fitted with other settings ({', '.join(changed)} differ); "
+                         "use another --exp_name or remove that directory")
+      if info.get("complete"):
+        logging.info("flow %s-%s already fitted in %s; reusing it", fit_on, label, flow_dir)
+        return fit_flow_lib.load_fitted_flow(flow_dir)
     if self.config.flow_mode == "cached":
       pairs = fit_flow_lib.CachedPairs(*self._pairs_vectors(pairsets))
     else:
       pairs = fit_flow_lib.FaithfulPairs(self.encoder, [s for p in pairsets for s in p.sentences_a],
                                          [s for p in pairsets for s in p.sentences_b])
     with self.timer.stage(f"fit flow ({fit_on})"):
-      provenance = {"model": self.config.model.source, "sentence_embedding_type": self.encoder.pooling.name,
-                    "max_seq_length": self.encoder.max_seq_length, "mode": self.config.flow_mode}
       flow, _ = fit_flow_lib.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{label}", provenance=provenance)
     return flow
 

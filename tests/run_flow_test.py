@@ -58,6 +58,9 @@ def test_stsb_flow_target_end_to_end(tmp_path, data_dir):
   assert again.returncode == 0, again.stderr[-3000:]
   assert "already fitted" in again.stderr
   assert json.loads((out / "results.json").read_text()) == payload
+  # Other flow settings under the same experiment name are refused, not mixed with the stored flow.
+  changed = _run(args + ["--flow_learning_rate=0.01"], cwd=tmp_path)
+  assert changed.returncode != 0 and "fitted with other settings (fit differ)" in changed.stderr
 
 
 def test_bad_flags_fail_at_start_naming_them(tmp_path, data_dir):
