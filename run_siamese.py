@@ -7,7 +7,12 @@
 
 See bert_flow_tf/siamese.py for the objectives and the files written.
 """
-from absl import app
+import os
+
+# TF's C++ start-up lines (CUDA probing on CPU machines, oneDNN notes) drown the progress; errors still raise.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
 FLAGS = flags.FLAGS
@@ -74,7 +79,9 @@ flags.DEFINE_bool("static_shapes", False, "Pad every batch to max_seq_length (al
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  from bert_flow_tf import siamese  # after flag parsing: TF is slow to import
+  from bert_flow_tf import logs  # after flag parsing: TF is slow to import
+  from bert_flow_tf import siamese
+  logs.quiet_tensorflow()
   model = FLAGS.model_dir
   if model is None and FLAGS.bert_config_file is None:
     model = "all-minilm-l6-v2"
