@@ -7,9 +7,13 @@ With a calibration fitted once: `--flow_checkpoint FLOW_DIR` (a fitted-flow dire
 embeddings through the flow; `--exported_model EXPORT_DIR/text/1` encodes through an exported text SavedModel
 instead (it already fixes the model, pooling, max_seq_length and flow).
 """
+import os
 import time
 
-from absl import app
+# TF's C++ start-up lines (CUDA probing on CPU machines, oneDNN notes) drown the output; errors still raise.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 from absl import logging
 
