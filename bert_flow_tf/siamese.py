@@ -57,13 +57,12 @@ from bert_flow_tf import io_utils
 from bert_flow_tf import loaders
 from bert_flow_tf import order as order_lib
 from bert_flow_tf import pooling as pooling_lib
+from bert_flow_tf import siamese_data
 from bert_flow_tf.encoder import BertEncoder
 from bert_flow_tf.loaders import safetensors as hf_loader
 from bert_flow_tf.loaders import tfhub
 from bert_flow_tf.tokenizer import BertTokenizer
 
-SPLITS = ("train", "dev", "test")
-_TOKENIZE_CHUNK = 4096
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +76,8 @@ class SiameseConfig:
     model: str or None. A model directory (TF1, HF or TF-Hub) or preset name; None with `bert_config_file`.
     bert_config_file, vocab_file, init_checkpoint: str or None. The original's TF1 flags (all three, or none).
     do_lower_case: bool or None. None reads it from the model files.
-    train_splits: tuple of str from SPLITS. The task's splits to train on (("dev", "test") for SNLI here).
+    train_splits: tuple of str from siamese_data.SPLITS, the task's splits to train on (("dev", "test") for
+      SNLI here).
     sentence_embedding_type: str. A pooling name of `bert_flow_tf.pooling` ("avg" = "last-avg").
     max_seq_length: int. Tokens per sentence with [CLS] and [SEP].
     do_train, do_eval, do_predict, predict_pool: bool.
@@ -147,9 +147,9 @@ class SiameseConfig:
                        f"init_checkpoint={tf1[2]!r}")
     if self.model is not None and self.bert_config_file is not None:
       raise ValueError(f"give either model ({self.model!r}) or bert_config_file ({self.bert_config_file!r})")
-    bad = [s for s in self.train_splits if s not in SPLITS]
+    bad = [s for s in self.train_splits if s not in siamese_data.SPLITS]
     if bad or not self.train_splits:
-      raise ValueError(f"train_splits {self.train_splits!r}: each must be one of {SPLITS}")
+      raise ValueError(f"train_splits {self.train_splits!r}: each must be one of {siamese_data.SPLITS}")
     if not (self.do_train or self.do_eval or self.do_predict):
       raise ValueError("nothing to do: set at least one of do_train, do_eval, do_predict")
     for name in ("train_batch_size", "eval_batch_size", "predict_batch_size", "max_seq_length",
@@ -283,114 +283,6 @@ def supervised_loss(out, l2_penalty):
   return loss
 
 
-# ---- data ----------------------------------------------------------------------------------------------------
-
-def tokenize(tokenizer, sentences, max_pieces):
-  """list of str -> list of np.int32 word-piece id arrays, each cut to `max_pieces`."""
-  out = []
-  for i in range(0, len(sentences), _TOKENIZE_CHUNK):
-    ragged = tokenizer.tokenize(tf.constant(list(sentences[i:i + _TOKENIZE_CHUNK]), tf.string))
-    values, splits = ragged.flat_values.numpy(), ragged.row_splits.numpy()
-    out += [values[s:min(e, s + max_pieces)] for s, e in zip(splits[:-1], splits[1:])]
-  return out
-
-
-def pack(pieces, tokenizer, seq_length):
-  """`[CLS] pieces [SEP]` right-padded: list of N id arrays -> (ids, mask) np.int32 [N, S]."""
-  ids = np.full([len(pieces), seq_length], tokenizer.pad_id, np.int32)
-  mask = np.zeros([len(pieces), seq_length], np.int32)
-  for i, p in enumerate(pieces):
-    row = np.concatenate([[tokenizer.cls_id], p, [tokenizer.sep_id]])
-    ids[i, :len(row)] = row
-    mask[i, :len(row)] = 1
-  return ids, mask
-
-
-def mask_one_piece(pieces, mask_id, rng):
-  """A copy of each id array with one random position set to `mask_id` (empty arrays stay empty)."""
-  out = []
-  for p in pieces:
-    p = p.copy()
-    if len(p):
-      p[rng.integers(len(p))] = mask_id
-    out.append(p)
-  return out
-
-
-def make_features(pair_sets, task, tokenizer, max_seq_length, dupe_factor=1, num_examples=-1, seed=0):
-  """Packs labelled pairs into numpy features (the dict `SiameseModel.__call__` reads, without batching).
-
-  Args:
-    pair_sets: list of PairSet.
-    task: Task (for is_regression, label_min, label_max).
-    tokenizer: BertTokenizer.
-    max_seq_length: int S.
-    dupe_factor: int. Copies 2..k get one [MASK]ed piece per sentence.
-    num_examples: int. -1 all labelled, else only the first N after a shuffle by `seed` keep `labeled` = 1.
-    seed: int.
-
-  Returns:
-    dict of np arrays with N * dupe_factor rows (copy t of pair i at row t * N + i).
-  """
-  sentences_a = [s for ps in pair_sets for s in ps.sentences_a]
-  sentences_b = [s for ps in pair_sets for s in ps.sentences_b]
-  labels = np.concatenate([ps.labels for ps in pair_sets]) if pair_sets else np.zeros([0])
-  n = len(labels)
-  if task.is_regression:
-    labels = ((labels.astype(np.float64) - task.label_min) / (task.label_max - task.label_min)).astype(np.float32)
-  else:
-    labels = labels.astype(np.int32)
-  labeled = np.ones([n], np.float32)
-  rng = np.random.default_rng(seed)
-  if num_examples >= 0:
-    labeled[:] = 0.0
-    labeled[rng.permutation(n)[:num_examples]] = 1.0
-  pieces_a = tokenize(tokenizer, sentences_a, max_seq_length - 2)
-  pieces_b = tokenize(tokenizer, sentences_b, max_seq_length - 2)
-  if dupe_factor > 1 and tokenizer.mask_id is None:
-    raise ValueError(f"dupe_factor={dupe_factor} needs a [MASK] token, which the vocab lacks")
-  copies_a, copies_b = [pieces_a], [pieces_b]
-  for _ in range(dupe_factor - 1):
-    copies_a.append(mask_one_piece(pieces_a, tokenizer.mask_id, rng))
-    copies_b.append(mask_one_piece(pieces_b, tokenizer.mask_id, rng))
-  ids_a, mask_a = pack(sum(copies_a, []), tokenizer, max_seq_length)
-  ids_b, mask_b = pack(sum(copies_b, []), tokenizer, max_seq_length)
-  return {"ids_a": ids_a, "mask_a": mask_a, "ids_b": ids_b, "mask_b": mask_b,
-          "label": np.tile(labels, dupe_factor), "labeled": np.tile(labeled, dupe_factor),
-          "is_real": np.ones([n * dupe_factor], np.float32)}
-
-
-def _trim_to_longest(batch):
-  """Cuts each side of a padded batch to its longest sentence (dynamic S)."""
-  out = dict(batch)
-  for side in ("a", "b"):
-    length = tf.reduce_max(tf.reduce_sum(batch[f"mask_{side}"], axis=1))
-    out[f"ids_{side}"] = batch[f"ids_{side}"][:, :length]
-    out[f"mask_{side}"] = batch[f"mask_{side}"][:, :length]
-  return out
-
-
-def make_dataset(features, batch_size, static_shapes, order=None):
-  """Batches features (rows in `order`, default as given) into a tf.data.Dataset, dropping a partial batch."""
-  if order is not None:
-    features = {k: v[order] for k, v in features.items()}
-  dataset = tf.data.Dataset.from_tensor_slices(features).batch(batch_size, drop_remainder=True)
-  if not static_shapes:
-    dataset = dataset.map(_trim_to_longest)
-  return dataset.prefetch(2)
-
-
-def pad_rows(features, multiple):
-  """Pads features to a multiple of `multiple` rows with copies of row 0 marked `is_real` = 0."""
-  n = len(features["is_real"])
-  extra = -n % multiple
-  if not extra:
-    return features
-  out = {k: np.concatenate([v, np.repeat(v[:1], extra, axis=0)]) for k, v in features.items()}
-  out["is_real"][n:] = 0.0
-  return out
-
-
 # ---- model building and export ---------------------------------------------------------------------------------
 
 def load_encoder(config):
@@ -463,7 +355,7 @@ class Trainer:
 
   def features(self, pair_sets, training=False):
     c = self.config
-    return make_features(pair_sets, self.task, self.tokenizer, c.max_seq_length,
+    return siamese_data.make_features(pair_sets, self.task, self.tokenizer, c.max_seq_length,
                          dupe_factor=c.dupe_factor if training else 1,
                          num_examples=c.num_examples if training else -1, seed=c.seed)
 
@@ -527,7 +419,7 @@ class Trainer:
     order = order_lib.batch_order(len(features["label"]), c.train_batch_size, self.num_train_steps,
                                   c.seed).reshape(-1)
     order = order[start * c.train_batch_size:end * c.train_batch_size]
-    dataset = make_dataset(features, c.train_batch_size, self.static_shapes, order)
+    dataset = siamese_data.make_dataset(features, c.train_batch_size, self.static_shapes, order)
     iterator = iter(self.strategy.experimental_distribute_dataset(dataset))
     logging.info("training steps %d..%d of %d (%d pairs x dupe_factor %d, global batch %d, %d replica(s))",
                  start, end, self.num_train_steps, len(features["label"]) // c.dupe_factor, c.dupe_factor,
@@ -557,8 +449,8 @@ class Trainer:
     """Runs both towers over every pair (no dropout). Returns dict of np arrays in pair order, padding dropped."""
     features = self.features(pair_sets)
     n = len(features["label"])
-    features = pad_rows(features, batch_size)
-    dataset = make_dataset(features, batch_size, self.static_shapes)
+    features = siamese_data.pad_rows(features, batch_size)
+    dataset = siamese_data.make_dataset(features, batch_size, self.static_shapes)
     if self._eval_step is None:
       def replica_fn(batch):
         out = self.model(batch, training=False)
@@ -596,17 +488,6 @@ class Trainer:
 
 # ---- the whole run -------------------------------------------------------------------------------------------
 
-def split_sets(task, splits):
-  """The PairSets of `task` in `splits` (in order); a ValueError naming the empty ones."""
-  sets = {"train": task.train, "dev": task.dev, "test": task.test}
-  empty = [s for s in splits if not sets[s]]
-  if empty:
-    raise ValueError(f"task {task.name!r} has no data in split(s) {empty} here; present: "
-                     f"{[s for s in SPLITS if sets[s]]} (for SNLI without its train files use "
-                     "train_splits=('dev', 'test'))")
-  return [ps for s in splits for ps in sets[s]]
-
-
 def num_train_steps(num_pairs, config):
   return int(num_pairs / config.train_batch_size * config.num_train_epochs)
 
@@ -624,7 +505,7 @@ def run(config, strategy=None, stop_at_step=None):
   """
   strategy = strategy or distribute.make_strategy(config.tpu, config.num_gpus)
   task = data_lib.load_task(config.task_name, config.data_dir)
-  train_sets = split_sets(task, config.train_splits) if config.do_train else []
+  train_sets = siamese_data.split_sets(task, config.train_splits) if config.do_train else []
   steps = num_train_steps(sum(len(ps) for ps in train_sets), config)
   if config.do_train and steps < 1:
     raise ValueError(f"{sum(len(ps) for ps in train_sets)} training pairs make no step of batch "
@@ -640,7 +521,7 @@ def run(config, strategy=None, stop_at_step=None):
     result["export_dir"] = export_encoder(trainer.loaded, os.path.join(config.output_dir, "export", "encoder"))
     logging.info("fine-tuned encoder written to %s", result["export_dir"])
   if config.do_eval:
-    metrics = trainer.evaluate(split_sets(task, ["dev"]))
+    metrics = trainer.evaluate(siamese_data.split_sets(task, ["dev"]))
     result["eval"] = metrics
     io_utils.write_text(os.path.join(config.output_dir, "eval_results.json"),
                         json.dumps(metrics, indent=2, sort_keys=True) + "\n")
@@ -648,7 +529,7 @@ def run(config, strategy=None, stop_at_step=None):
                         "".join(f"{k} = {v}\n" for k, v in sorted(metrics.items())))
     logging.info("eval: %s", metrics)
   if config.do_predict:
-    test_sets = split_sets(task, ["test"])
+    test_sets = siamese_data.split_sets(task, ["test"])
     if config.predict_pool:
       emb_a, emb_b = trainer.predict(test_sets, pool=True)
       path = os.path.join(config.output_dir, "test_pooled.jsonl")

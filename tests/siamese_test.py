@@ -78,7 +78,7 @@ def test_warmup_linear_decay():
 
 def test_features_labels_dupes_and_num_examples(tiny):
   from bert_flow_tf import data as data_lib
-  from bert_flow_tf.siamese import make_features
+  from bert_flow_tf.siamese_data import make_features
   from bert_flow_tf.tokenizer import BertTokenizer
   model_dir, data_dir = tiny
   task = data_lib.load_task("snli", data_dir)
