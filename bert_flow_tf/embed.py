@@ -12,7 +12,6 @@ from bert_flow_tf.tokenizer import BertTokenizer
 
 # Padded lengths a batch may take; fixed so the graph sees few distinct shapes.
 DEFAULT_BUCKETS = (16, 32, 48, 64)
-_TOKENIZE_CHUNK = 4096
 
 
 def bucket_lengths(max_seq_length, buckets=DEFAULT_BUCKETS):
@@ -56,9 +55,7 @@ class SentenceEncoder(tf.Module):
 
   def tokenize(self, sentences):
     """Tokenizes a list of str. Returns (ragged int32 [n, (pieces)], lengths np.int64 [n] incl. specials)."""
-    parts = [self.tokenizer.tokenize(tf.constant(sentences[i:i + _TOKENIZE_CHUNK], tf.string))
-             for i in range(0, len(sentences), _TOKENIZE_CHUNK)]
-    pieces = tf.concat(parts, axis=0) if parts else tf.ragged.constant([[]], tf.int32)[:0]
+    pieces = self.tokenizer.tokenize_list(sentences)
     lengths = pieces.row_lengths().numpy() + 2
     truncated = int(np.sum(lengths > self.max_seq_length))
     if truncated:

@@ -9,28 +9,21 @@ import numpy as np
 import tensorflow as tf
 
 SPLITS = ("train", "dev", "test")
-_TOKENIZE_CHUNK = 4096
 
 
 def tokenize(tokenizer, sentences, max_pieces):
   """list of str -> list of np.int32 word-piece id arrays, each cut to `max_pieces`."""
-  out = []
-  for i in range(0, len(sentences), _TOKENIZE_CHUNK):
-    ragged = tokenizer.tokenize(tf.constant(list(sentences[i:i + _TOKENIZE_CHUNK]), tf.string))
-    values, splits = ragged.flat_values.numpy(), ragged.row_splits.numpy()
-    out += [values[s:min(e, s + max_pieces)] for s, e in zip(splits[:-1], splits[1:])]
-  return out
+  ragged = tokenizer.tokenize_list(sentences)
+  values, splits = ragged.flat_values.numpy(), ragged.row_splits.numpy()
+  return [values[s:min(e, s + max_pieces)] for s, e in zip(splits[:-1], splits[1:])]
 
 
 def pack(pieces, tokenizer, seq_length):
-  """`[CLS] pieces [SEP]` right-padded: list of N id arrays -> (ids, mask) np.int32 [N, S]."""
-  ids = np.full([len(pieces), seq_length], tokenizer.pad_id, np.int32)
-  mask = np.zeros([len(pieces), seq_length], np.int32)
-  for i, p in enumerate(pieces):
-    row = np.concatenate([[tokenizer.cls_id], p, [tokenizer.sep_id]])
-    ids[i, :len(row)] = row
-    mask[i, :len(row)] = 1
-  return ids, mask
+  """`tokenizer.pack` for a list of N id arrays -> (ids, mask) np.int32 [N, S]."""
+  values = np.concatenate(pieces).astype(np.int32) if pieces else np.zeros([0], np.int32)
+  ragged = tf.RaggedTensor.from_row_lengths(values, np.array([len(p) for p in pieces], np.int64))
+  packed = tokenizer.pack(ragged, seq_length)
+  return packed["input_word_ids"].numpy(), packed["input_mask"].numpy()
 
 
 def mask_one_piece(pieces, mask_id, rng):

@@ -151,6 +151,18 @@ class BertTokenizer(tf.Module):
     """
     return self._wordpiece.tokenize(normalize(sentences, self.do_lower_case))
 
+  def tokenize_list(self, sentences, chunk_size=4096):
+    """`tokenize` for a Python list of any length, run in chunks of `chunk_size` sentences.
+
+    Returns:
+      tf.RaggedTensor int32 [n, (pieces)].
+    """
+    sentences = list(sentences)
+    parts = [self.tokenize(tf.constant(sentences[i:i + chunk_size], tf.string))
+             for i in range(0, len(sentences), chunk_size)]
+    return tf.concat(parts, axis=0) if parts else tf.RaggedTensor.from_row_lengths(
+        tf.zeros([0], tf.int32), tf.zeros([0], tf.int64))
+
   def pack(self, token_ids, seq_length=None):
     """`[CLS] ids[:S - 2] [SEP]` per row, right-padded with `pad_id` to S.
 
