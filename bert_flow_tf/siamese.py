@@ -49,7 +49,6 @@ import tf_keras as keras
 from absl import logging
 
 import glow
-from glow import ops as glow_ops
 from bert_flow_tf import data as data_lib
 from bert_flow_tf import distribute
 from bert_flow_tf import evaluation
@@ -240,7 +239,7 @@ class SiameseModel(tf.Module):
     nll = None
     if self.flow is not None:
       z, logdet = self.flow(pooled, training=training)                              # [B, D], [B]
-      nll = -(glow_ops.standard_normal_logp(z) + logdet) / (self.dim * np.log(2.0))
+      nll = self.flow.latent_nll(z, logdet)                                         # [B] bits/dim
       pooled = z
     if self.low_dim:
       pooled = tf.reduce_mean(tf.reshape(pooled, [-1, self.low_dim, self.dim // self.low_dim]), axis=-1)

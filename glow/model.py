@@ -216,9 +216,14 @@ class Glow(keras.layers.Layer):
     Returns:
       float32 [B]: -(logdet + log N(z; 0, I)) / (D ln 2) for bits, without the ln 2 for nats.
     """
+    z, logdet = self(x, training=training)
+    return self.latent_nll(z, logdet, unit)
+
+  def latent_nll(self, z, logdet, unit="bits"):
+    """`nll` from a forward pass already run: z [B, D] and logdet [B] -> float32 [B] per dimension."""
     if unit not in NLL_UNITS:
       raise ValueError(f"unit={unit!r} is not supported; allowed: {list(NLL_UNITS)}")
-    per_dim = -self.log_prob(x, training=training) / self.dim
+    per_dim = -(ops.standard_normal_logp(z) + logdet) / self.dim
     return per_dim / math.log(2.0) if unit == "bits" else per_dim
 
   def data_init(self, x):
