@@ -14,14 +14,14 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 from absl import logging
 
-from bert_flow_tf import baselines
-from bert_flow_tf import io_utils
+from bert_flow_tf.calibration import baselines
+from bert_flow_tf.utils import io_utils
 from bert_flow_tf import loaders
-from bert_flow_tf import logs
-from bert_flow_tf import pooling
-from bert_flow_tf import presets
+from bert_flow_tf.utils import logs
+from bert_flow_tf.modeling import pooling
+from bert_flow_tf.modeling import presets
 from bert_flow_tf.experiment import ALL_EVAL_TASKS, EVAL_TASKS, Experiment, ExperimentConfig
-from bert_flow_tf.fit_flow import FlowFitConfig
+from bert_flow_tf.calibration.fit_flow import FlowFitConfig
 
 # Model: a directory / preset, or the original's three TF1 flags.
 flags.DEFINE_string("model_dir", presets.DEFAULT,
@@ -36,7 +36,7 @@ flags.DEFINE_integer("max_seq_length", 64, "Tokens per sentence including [CLS] 
 flags.DEFINE_string("sentence_embedding_type", "avg",
                     "Pooling: last-avg, last2avg, first-last-avg, emb-avg, emb-last-avg, cls, cls-raw, or the "
                     "original's avg, avg-last-N (blocks 1 and L..: avg-last-2 = first-last-avg), "
-                    "avg-last-last-N, avg-last-concat-N. See bert_flow_tf/pooling.py.")
+                    "avg-last-last-N, avg-last-concat-N. See bert_flow_tf/modeling/pooling.py.")
 # Data and evaluation.
 flags.DEFINE_string("task_name", "sts-b", f"Target task (one of {', '.join(EVAL_TASKS)}); evaluated by default.")
 flags.DEFINE_string("data_dir", "data", "Folder with stsbenchmark/, SICK/, STS/, SNLI/, QNLI/ (README: Data).")
@@ -157,7 +157,7 @@ def _export(experiment):
   if key is not None and key not in experiment.flows:
     raise app.UsageError(f"--export_flow={FLAGS.export_flow}: no such flow was fitted in this run "
                          f"(--fit_on={','.join(FLAGS.fit_on)})")
-  paths = export.export_models(experiment.encoder, experiment.flows.get(key), FLAGS.export_dir, overwrite=True)
+  paths = export.export_models(experiment.embedder, experiment.flows.get(key), FLAGS.export_dir, overwrite=True)
   logging.info("exported %s (flow: %s): %s and %s", FLAGS.export_dir, key, paths["text"], paths["ids"])
 
 

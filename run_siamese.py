@@ -5,7 +5,7 @@
   python run_siamese.py --flagfile=flags/minilm_snli_siamese.cfg
   python run_siamese.py --flagfile=flags/bert_base_allnli_siamese.cfg
 
-See bert_flow_tf/siamese.py for the objectives and the files written.
+See bert_flow_tf/siamese/ for the objectives and the files written.
 """
 import os
 
@@ -26,7 +26,7 @@ flags.DEFINE_string("init_checkpoint", None, "TF1 checkpoint prefix, e.g. .../be
 flags.DEFINE_bool("do_lower_case", None, "Lower-case input; default: what the model files say (else True).")
 flags.DEFINE_integer("max_seq_length", 64, "Tokens per sentence including [CLS] and [SEP].")
 flags.DEFINE_string("sentence_embedding_type", "avg",
-                    "Pooling: avg (= last-avg), cls, last2avg, first-last-avg, avg-last-N, ... (bert_flow_tf.pooling).")
+                    "Pooling: avg (= last-avg), cls, last2avg, first-last-avg, avg-last-N, ... (bert_flow_tf.modeling.pooling).")
 
 # task and data
 flags.DEFINE_string("task_name", None, "allnli, snli, mnli, sts-b, sick-r, sts-12..sts-16, sts-12-16, qnli.")
@@ -79,7 +79,7 @@ flags.DEFINE_bool("static_shapes", False, "Pad every batch to max_seq_length (al
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  from bert_flow_tf import logs  # after flag parsing: TF is slow to import
+  from bert_flow_tf.utils import logs  # after flag parsing: TF is slow to import
   from bert_flow_tf import siamese
   logs.quiet_tensorflow()
   model = FLAGS.model_dir

@@ -1,6 +1,6 @@
-"""Benchmarks sentence encoding: every unique STS-B sentence through SentenceEncoder; prints one JSON object.
+"""Benchmarks sentence encoding: every unique STS-B sentence through SentenceEmbedder; prints one JSON object.
 
-Reports, for our TF encoder (`bert_flow_tf.embed.SentenceEncoder`, length-sorted and bucketed batches):
+Reports, for our TF encoder (`bert_flow_tf.embedding.embedder.SentenceEmbedder`, length-sorted and bucketed batches):
   * sentences/s end to end (tokenize, pack, encode, pool), after a warm-up on a few hundred sentences;
   * the encoder's matmul GFLOP/s over the actual padded shapes, per block
       2*B*S*(4*H*H + 2*H*I)  (Q, K, V, attention output; intermediate and output dense)
@@ -147,8 +147,9 @@ def main():
   sys.path.insert(0, str(REPO))
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   import tensorflow as tf
-  from bert_flow_tf import loaders, presets
-  from bert_flow_tf.embed import SentenceEncoder
+  from bert_flow_tf import loaders
+  from bert_flow_tf.modeling import presets
+  from bert_flow_tf.embedding.embedder import SentenceEmbedder
 
   load_before = os.getloadavg()
   sentences = stsb_sentences(args.data_dir)
@@ -156,7 +157,7 @@ def main():
     sentences = sentences[:args.limit]
   model_name = args.model or presets.DEFAULT
   model = loaders.load_model(model_name)
-  enc = SentenceEncoder(model, args.pooling, max_seq_length=args.max_seq_length)
+  enc = SentenceEmbedder(model, args.pooling, max_seq_length=args.max_seq_length)
 
   config = model.config
   m = args.batch_size * args.matmul_tokens

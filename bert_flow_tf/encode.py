@@ -18,11 +18,11 @@ from absl import flags
 from absl import logging
 
 from bert_flow_tf import export
-from bert_flow_tf import fit_flow
-from bert_flow_tf import io_utils
+from bert_flow_tf.calibration import fit_flow
+from bert_flow_tf.utils import io_utils
 from bert_flow_tf import loaders
-from bert_flow_tf import presets
-from bert_flow_tf.embed import SentenceEncoder
+from bert_flow_tf.modeling import presets
+from bert_flow_tf.embedding.embedder import SentenceEmbedder
 
 flags.DEFINE_string("model_dir", presets.DEFAULT,
                     "BERT directory (TF1 checkpoint, HF safetensors or TF-Hub SavedModel) or a preset name: "
@@ -69,7 +69,7 @@ def main(argv):
     what = f"exported model {FLAGS.exported_model}"
   else:
     model = loaders.load_model(FLAGS.model_dir)
-    encoder = SentenceEncoder(model, FLAGS.sentence_embedding_type, FLAGS.max_seq_length)
+    encoder = SentenceEmbedder(model, FLAGS.sentence_embedding_type, FLAGS.max_seq_length)
     if FLAGS.flow_checkpoint:
       _check_flow_matches(fit_flow.read_flow_info(FLAGS.flow_checkpoint), encoder)
     embeddings = encoder.encode(sentences, batch_size=FLAGS.batch_size)

@@ -12,7 +12,7 @@ import re
 import numpy as np
 import scipy.stats
 
-from bert_flow_tf import io_utils
+from bert_flow_tf.utils import io_utils
 
 DATASETS = ("STS-B", "SICK-R", "STS12", "STS13", "STS14", "STS15", "STS16", "QNLI")
 METRICS = ("spearman", "auc")

@@ -14,14 +14,14 @@ import time
 import numpy as np
 from absl import logging
 
-from bert_flow_tf import baselines
+from bert_flow_tf.calibration import baselines
 from bert_flow_tf import data
 from bert_flow_tf import evaluation
-from bert_flow_tf import fit_flow as fit_flow_lib
-from bert_flow_tf import io_utils
-from bert_flow_tf import presets
-from bert_flow_tf.cache import EmbeddingCache
-from bert_flow_tf.embed import SentenceEncoder
+from bert_flow_tf.calibration import fit_flow as fit_flow_lib
+from bert_flow_tf.utils import io_utils
+from bert_flow_tf.modeling import presets
+from bert_flow_tf.embedding.cache import EmbeddingCache
+from bert_flow_tf.embedding.embedder import SentenceEmbedder
 
 # Evaluation task name -> (dataset label in results, split evaluated, metric).
 EVAL_TASKS = {
@@ -55,7 +55,7 @@ class ExperimentConfig:
     use_full_for_training: bool, target sentences from train+dev+test (else train only).
     one_pass_full: bool, with use_full_for_training, take each distinct split once (STS12-16 have
       train = dev = test; the original saw each pair three times per epoch).
-    baselines: tuple of baseline names (bert_flow_tf.baselines.make_baseline), fitted on the target sentences.
+    baselines: tuple of baseline names (bert_flow_tf.calibration.baselines.make_baseline), fitted on the target sentences.
     lexical_analysis: bool, the Table 6 edit-distance correlations on STS-B (dev, as the paper).
     output_dir: str; cache_dir: str or None; batch_size: int (encoding).
   """
@@ -120,8 +120,8 @@ class Experiment:
 
   def __init__(self, config):
     self.config = config
-    self.encoder = SentenceEncoder(config.model, config.sentence_embedding_type, config.max_seq_length)
-    self.cache = EmbeddingCache(self.encoder, presets.resolve(config.model.source), config.cache_dir,
+    self.embedder = SentenceEmbedder(config.model, config.sentence_embedding_type, config.max_seq_length)
+    self.cache = EmbeddingCache(self.embedder, presets.resolve(config.model.source), config.cache_dir,
                                 batch_size=config.batch_size)
     self.timer = Timer()
     self.isotropy = {}
@@ -136,8 +136,8 @@ class Experiment:
 
   def _fit(self, fit_on, label, pairsets, fit_config):
     flow_dir = os.path.join(self.config.output_dir, "flows", f"{fit_on}-{label}")
-    provenance = {"model": self.config.model.source, "sentence_embedding_type": self.encoder.pooling.name,
-                  "max_seq_length": self.encoder.max_seq_length, "mode": self.config.flow_mode}
+    provenance = {"model": self.config.model.source, "sentence_embedding_type": self.embedder.pooling.name,
+                  "max_seq_length": self.embedder.max_seq_length, "mode": self.config.flow_mode}
     if os.path.isfile(os.path.join(flow_dir, fit_flow_lib.FLOW_INFO)):
       info = fit_flow_lib.read_flow_info(flow_dir)
       stored = {"fit": info["fit"], **(info.get("provenance") or {})}
@@ -152,7 +152,7 @@ class Experiment:
     if self.config.flow_mode == "cached":
       pairs = fit_flow_lib.CachedPairs(*self._pairs_vectors(pairsets))
     else:
-      pairs = fit_flow_lib.FaithfulPairs(self.encoder, [s for p in pairsets for s in p.sentences_a],
+      pairs = fit_flow_lib.FaithfulPairs(self.embedder, [s for p in pairsets for s in p.sentences_a],
                                          [s for p in pairsets for s in p.sentences_b])
     with self.timer.stage(f"fit flow ({fit_on})"):
       flow, _ = fit_flow_lib.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{label}", provenance=provenance)
@@ -252,7 +252,7 @@ class Experiment:
 
   def markdown(self, results):
     c = self.config
-    lines = [f"# {c.model.source}, {self.encoder.pooling.describe()}", "",
+    lines = [f"# {c.model.source}, {self.embedder.pooling.describe()}", "",
              f"Spearman x100 (STS, SICK-R; STS12-16 'all' = subsets concatenated), ROC-AUC x100 (QNLI). "
              f"Flow mode: {c.flow_mode}; target sentences: "
              f"{'train+dev+test' if c.use_full_for_training else 'train'}.", "",

@@ -10,7 +10,7 @@
   <export_dir>/export_info.json  model source, pooling, max_seq_length, do_lower_case, flow config, D.
 
 The text model pads each batch to its longest sentence (word pieces + [CLS] + [SEP]), capped at max_seq_length;
-longer sentences are cut as in `SentenceEncoder`. Poolings mask the padding, so the padded length changes the
+longer sentences are cut as in `SentenceEmbedder`. Poolings mask the padding, so the padded length changes the
 result only by float rounding (well below 1e-5). With no flow the embedding is the pooled BERT vector; with a
 flow it is the flow's z (all levels' latents concatenated, width D).
 
@@ -28,8 +28,8 @@ import types
 import numpy as np
 import tensorflow as tf
 
-from bert_flow_tf import io_utils
-from bert_flow_tf import pooling as pooling_lib
+from bert_flow_tf.utils import io_utils
+from bert_flow_tf.modeling import pooling as pooling_lib
 
 INFO_FILE = "export_info.json"
 _IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
@@ -40,18 +40,18 @@ _COSINE_EPS = 1e-12
 class _IdsEmbedder(tf.Module):
   """BERT + pooling + optional flow on packed ids; the tokenizer-free SavedModel's root."""
 
-  def __init__(self, sentence_encoder, flow):
+  def __init__(self, embedder, flow):
     super().__init__(name="ids_embedder")
     # The Keras layers sit in an untracked namespace and only their variables are tracked: saving a tracked
     # Keras layer would also trace and store every sublayer's call (slow, and nothing serving uses).
-    self._layers = types.SimpleNamespace(encoder=sentence_encoder.encoder, flow=flow,
-                                         pooling=sentence_encoder.pooling)
-    self.weights = list(sentence_encoder.encoder.variables) + ([] if flow is None else list(flow.variables))
+    self._layers = types.SimpleNamespace(encoder=embedder.encoder, flow=flow,
+                                         pooling=embedder.pooling)
+    self.weights = list(embedder.encoder.variables) + ([] if flow is None else list(flow.variables))
     # The vocab ships in assets/ so clients can tokenize; the settings they need to match it are variables.
-    self.vocab_file = sentence_encoder.tokenizer.vocab_file
-    self.do_lower_case = tf.Variable(sentence_encoder.tokenizer.do_lower_case, trainable=False,
+    self.vocab_file = embedder.tokenizer.vocab_file
+    self.do_lower_case = tf.Variable(embedder.tokenizer.do_lower_case, trainable=False,
                                      name="do_lower_case")
-    self.max_seq_length = tf.Variable(sentence_encoder.max_seq_length, trainable=False, name="max_seq_length")
+    self.max_seq_length = tf.Variable(embedder.max_seq_length, trainable=False, name="max_seq_length")
 
   def embed_ids(self, inputs):
     """Dict of int32 [B, S] -> float32 [B, D]: pooled encoder outputs, through the flow when there is one."""
@@ -71,9 +71,9 @@ class _IdsEmbedder(tf.Module):
 class _TextEmbedder(_IdsEmbedder):
   """The ids embedder behind the in-graph tokenizer; the text SavedModel's root."""
 
-  def __init__(self, sentence_encoder, flow):
-    super().__init__(sentence_encoder, flow)
-    self.tokenizer = sentence_encoder.tokenizer
+  def __init__(self, embedder, flow):
+    super().__init__(embedder, flow)
+    self.tokenizer = embedder.tokenizer
 
   def embed_text(self, sentences):
     """tf.string [B] -> float32 [B, D], each batch padded to its longest sentence (capped at max_seq_length)."""
@@ -98,12 +98,12 @@ class _TextEmbedder(_IdsEmbedder):
     return {"cosine": tf.reduce_sum(a * b, axis=1) / norms}
 
 
-def export_models(sentence_encoder, flow, export_dir, version=1, overwrite=False):
+def export_models(embedder, flow, export_dir, version=1, overwrite=False):
   """Writes the text and ids SavedModels and export_info.json under `export_dir`.
 
   Args:
-    sentence_encoder: bert_flow_tf.embed.SentenceEncoder (its tokenizer, encoder, pooling, max_seq_length).
-    flow: a glow.Glow over width D = sentence_encoder.dim (its z is the embedding), or None for the raw
+    embedder: bert_flow_tf.embedding.embedder.SentenceEmbedder (its tokenizer, encoder, pooling, max_seq_length).
+    flow: a glow.Glow over width D = embedder.dim (its z is the embedding), or None for the raw
       pooled vectors.
     export_dir: str. Base directory.
     version: int >= 1. TF Serving version directory name.
@@ -118,35 +118,35 @@ def export_models(sentence_encoder, flow, export_dir, version=1, overwrite=False
   """
   if isinstance(version, bool) or not isinstance(version, int) or version < 1:
     raise ValueError(f"version must be an int >= 1 (a TF Serving version directory), got {version!r}")
-  if flow is not None and flow.dim != sentence_encoder.dim:
-    raise ValueError(f"flow width {flow.dim} != embedding width D={sentence_encoder.dim} "
-                     f"({sentence_encoder.pooling.describe()})")
+  if flow is not None and flow.dim != embedder.dim:
+    raise ValueError(f"flow width {flow.dim} != embedding width D={embedder.dim} "
+                     f"({embedder.pooling.describe()})")
   paths = {kind: os.path.join(export_dir, kind, str(version)) for kind in ("text", "ids")}
   for path in paths.values():
     if os.path.exists(path) and not overwrite:
       raise FileExistsError(f"{path} exists; pass overwrite=True or choose another version")
-  text = _TextEmbedder(sentence_encoder, flow)
+  text = _TextEmbedder(embedder, flow)
   _save_atomically(text, paths["text"], {"serving_default": text.serve_text,
                                          "similarity": text.serve_similarity})
-  ids = _IdsEmbedder(sentence_encoder, flow)
+  ids = _IdsEmbedder(embedder, flow)
   _save_atomically(ids, paths["ids"], {"serving_default": ids.serve_ids})
   info_path = os.path.join(export_dir, INFO_FILE)
-  io_utils.write_text(info_path, json.dumps(export_info(sentence_encoder, flow, version), indent=2) + "\n")
+  io_utils.write_text(info_path, json.dumps(export_info(embedder, flow, version), indent=2) + "\n")
   return dict(paths, info=info_path)
 
 
-def export_info(sentence_encoder, flow, version):
+def export_info(embedder, flow, version):
   """The JSON-ready description written to export_info.json."""
-  model = sentence_encoder.model
+  model = embedder.model
   return {
       "model_source": str(model.source),
       "model_format": model.format,
       "do_lower_case": bool(model.do_lower_case),
-      "pooling": sentence_encoder.pooling.name,
-      "pooling_description": sentence_encoder.pooling.describe(),
-      "max_seq_length": sentence_encoder.max_seq_length,
+      "pooling": embedder.pooling.name,
+      "pooling_description": embedder.pooling.describe(),
+      "max_seq_length": embedder.max_seq_length,
       "padding": "each batch to its longest sentence, capped at max_seq_length",
-      "dim": sentence_encoder.dim,
+      "dim": embedder.dim,
       "flow": None if flow is None else {"config": flow.config.to_dict(), "dim": flow.dim, "init": flow.init},
       "version": version,
       "signatures": {

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from bert_flow_tf import baselines
+from bert_flow_tf.calibration import baselines
 
 
 def _anisotropic(n=3000, d=8, seed=0):

@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 
 from bert_flow_tf import loaders
-from bert_flow_tf.cache import EmbeddingCache, cache_key, model_fingerprint
-from bert_flow_tf.config import BertConfig
-from bert_flow_tf.embed import SentenceEncoder
-from bert_flow_tf.encoder import BertEncoder
+from bert_flow_tf.embedding.cache import EmbeddingCache, cache_key, model_fingerprint
+from bert_flow_tf.modeling.config import BertConfig
+from bert_flow_tf.embedding.embedder import SentenceEmbedder
+from bert_flow_tf.modeling.bert_encoder import BertEncoder
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "man", "dog", "runs", "plays", "the", "guitar", "."]
 SENTENCES = ["a man plays the guitar .", "the dog runs .", "a man plays the guitar .", ""]
@@ -21,19 +21,19 @@ def encoder(tmp_path):
                       intermediate_size=24, max_position_embeddings=64, type_vocab_size=2)
   model = loaders.LoadedModel(BertEncoder(config).build_variables(), 2, 16, str(vocab), True,
                               str(vocab.parent), "hf", config)
-  return SentenceEncoder(model, "last-avg", max_seq_length=16)
+  return SentenceEmbedder(model, "last-avg", max_seq_length=16)
 
 
 class _Counting:
   """Counts how many sentences reach the real encoder."""
 
   def __init__(self, encoder):
-    self.encoder, self.count = encoder, 0
+    self.embedder, self.count = encoder, 0
     self.dim, self.pooling, self.max_seq_length = encoder.dim, encoder.pooling, encoder.max_seq_length
 
   def encode(self, sentences, batch_size):
     self.count += len(sentences)
-    return self.encoder.encode(sentences, batch_size=batch_size)
+    return self.embedder.encode(sentences, batch_size=batch_size)
 
 
 def test_vectors_are_cached_and_reused(tmp_path, encoder):

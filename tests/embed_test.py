@@ -1,4 +1,4 @@
-"""SentenceEncoder and the encode command on the real MiniLM: order, buckets, empty lines, bad files."""
+"""SentenceEmbedder and the encode command on the real MiniLM: order, buckets, empty lines, bad files."""
 import subprocess
 import sys
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_flow_tf import io_utils
+from bert_flow_tf.utils import io_utils
 from bert_flow_tf import loaders
-from bert_flow_tf.embed import SentenceEncoder, bucket_lengths
+from bert_flow_tf.embedding.embedder import SentenceEmbedder, bucket_lengths
 
 SENTENCES = ["A man is playing a guitar.", "", "   ", "Three dogs run across a snowy field near the river.",
              "word " * 80, "A woman slices an onion.", "Hi."]
@@ -27,7 +27,7 @@ def test_bucket_lengths():
 
 @pytest.mark.slow
 def test_bucketed_batches_equal_one_sentence_at_full_length(minilm):
-  enc = SentenceEncoder(minilm, "first-last-avg", max_seq_length=64)
+  enc = SentenceEmbedder(minilm, "first-last-avg", max_seq_length=64)
   got = enc.encode(SENTENCES, batch_size=3)
   for i, sentence in enumerate(SENTENCES):
     inputs = enc.tokenizer(tf.constant([sentence]), 64)

@@ -10,9 +10,9 @@ import pytest
 import tensorflow as tf
 
 from bert_flow_tf import export
-from bert_flow_tf import fit_flow
+from bert_flow_tf.calibration import fit_flow
 from bert_flow_tf import loaders
-from bert_flow_tf.embed import SentenceEncoder
+from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.evaluation import cosine
 from glow.model import Glow
 
@@ -27,7 +27,7 @@ PAIRS_B = SENTENCES[1:] + SENTENCES[:1]
 _LOAD_AND_RUN = """
 import sys, json, numpy as np, tensorflow as tf
 from bert_flow_tf import export
-from bert_flow_tf import fit_flow
+from bert_flow_tf.calibration import fit_flow
 text_dir, ids_dir, in_json, out_npz = sys.argv[1:]
 data = json.load(open(in_json))
 text = export.load_text_model(text_dir)
@@ -52,7 +52,7 @@ def exported(minilm_dir, tmp_path_factory):
   tmp = tmp_path_factory.mktemp("export")
   model_copy = tmp / "minilm"
   shutil.copytree(minilm_dir, model_copy)
-  encoder = SentenceEncoder(loaders.load_model(str(model_copy)), "first-last-avg", max_seq_length=64)
+  encoder = SentenceEmbedder(loaders.load_model(str(model_copy)), "first-last-avg", max_seq_length=64)
   flow = Glow.from_config("config_l3_d3_w32", dim=encoder.dim, seed=3)
   paths = export.export_models(encoder, flow, str(tmp / "export"), version=1)
   raw = encoder.encode(SENTENCES, show_progress=False)

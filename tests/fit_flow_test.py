@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_flow_tf import fit_flow
-from bert_flow_tf import order as order_lib
+from bert_flow_tf.calibration import fit_flow
+from bert_flow_tf.data import order as order_lib
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import pytest
 import tensorflow as tf
 
 from bert_flow_tf import loaders
-from bert_flow_tf import pooling
-from bert_flow_tf.config import BertConfig
-from bert_flow_tf.encoder import BertEncoder
+from bert_flow_tf.modeling import pooling
+from bert_flow_tf.modeling.config import BertConfig
+from bert_flow_tf.modeling.bert_encoder import BertEncoder
 from bert_flow_tf.loaders import tf1_checkpoint
 from bert_flow_tf.loaders import tfhub
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_flow_tf import pooling
+from bert_flow_tf.modeling import pooling
 
 
 @pytest.mark.parametrize("name, layers, mode", [

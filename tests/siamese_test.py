@@ -22,8 +22,8 @@ LABELS = ("entailment", "neutral", "contradiction")
 
 def make_tiny_setup(root, num_pairs=24):
   """Writes a tiny TF1 BERT (model/), SNLI-format dev and test files (data/SNLI/); returns (model_dir, data_dir)."""
-  from bert_flow_tf.config import BertConfig
-  from bert_flow_tf.encoder import BertEncoder
+  from bert_flow_tf.modeling.config import BertConfig
+  from bert_flow_tf.modeling.bert_encoder import BertEncoder
   from bert_flow_tf.loaders import tf1_checkpoint
   import tensorflow as tf
   root = pathlib.Path(root)
@@ -70,7 +70,7 @@ def tiny(tmp_path_factory):
 
 
 def test_warmup_linear_decay():
-  from bert_flow_tf.siamese import WarmupLinearDecay
+  from bert_flow_tf.siamese.trainer import WarmupLinearDecay
   schedule = WarmupLinearDecay(2e-5, num_train_steps=100, num_warmup_steps=10)
   got = [float(schedule(s)) for s in (0, 5, 10, 55, 100, 120)]
   np.testing.assert_allclose(got, [0.0, 1e-5, 1.8e-5, 0.9e-5, 0.0, 0.0], atol=1e-12)
@@ -78,8 +78,8 @@ def test_warmup_linear_decay():
 
 def test_features_labels_dupes_and_num_examples(tiny):
   from bert_flow_tf import data as data_lib
-  from bert_flow_tf.siamese_data import make_features
-  from bert_flow_tf.tokenizer import BertTokenizer
+  from bert_flow_tf.siamese.data import make_features
+  from bert_flow_tf.modeling.tokenizer import BertTokenizer
   model_dir, data_dir = tiny
   task = data_lib.load_task("snli", data_dir)
   tokenizer = BertTokenizer(os.path.join(model_dir, "vocab.txt"), True, 8)
@@ -186,7 +186,7 @@ def test_interrupted_run_resumes_to_the_same_weights(tiny, tmp_path):
 def test_eval_predict_and_export_roundtrip(tiny, tmp_path):
   from bert_flow_tf import loaders
   from bert_flow_tf import siamese
-  from bert_flow_tf.embed import SentenceEncoder
+  from bert_flow_tf.embedding.embedder import SentenceEmbedder
   from bert_flow_tf import data as data_lib
   model_dir, data_dir = tiny
   out_dir = tmp_path / "run"
@@ -198,7 +198,7 @@ def test_eval_predict_and_export_roundtrip(tiny, tmp_path):
   cosines = np.array([float(x) for x in (out_dir / "test_results.tsv").read_text().split()])
   # The exported encoder reproduces the trained model's test cosines through the generic loader and encoder.
   test = data_lib.load_task("snli", data_dir).test[0]
-  encoder = SentenceEncoder(loaders.load_model(result["export_dir"]), "avg", max_seq_length=16)
+  encoder = SentenceEmbedder(loaders.load_model(result["export_dir"]), "avg", max_seq_length=16)
   a, b = encoder.encode(list(test.sentences_a)), encoder.encode(list(test.sentences_b))
   np.testing.assert_allclose(cosines, (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1),
                              atol=2e-6)

@@ -1,9 +1,9 @@
-"""Tests for bert_flow_tf.tokenizer: exact pieces on a tiny vocab, HF parity on STS-B, SavedModel export."""
+"""Tests for bert_flow_tf.modeling.tokenizer: exact pieces on a tiny vocab, HF parity on STS-B, SavedModel export."""
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_flow_tf import tokenizer as tokenizer_lib
+from bert_flow_tf.modeling import tokenizer as tokenizer_lib
 
 TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "runn", "##ing", ",", "!",
               "cafe", "the", "Café", "Σ"]

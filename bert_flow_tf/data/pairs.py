@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from bert_flow_tf import io_utils
+from bert_flow_tf.utils import io_utils
 
 
 @dataclasses.dataclass(frozen=True)

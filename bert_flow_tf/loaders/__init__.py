@@ -1,38 +1,18 @@
 """Loads a BERT encoder and its vocabulary from a local directory, detecting the format.
 
-Formats (one module each): google-research TF1 checkpoints (`tf1_checkpoint.py`), HF-format directories with
-safetensors (`safetensors.py`) and TF-Hub encoder SavedModels (`tfhub.py`).
+  loaded_model.py     LoadedModel: the encoder, its sizes, vocabulary and casing
+  names.py            the one table: our variable names <-> TF1 checkpoint names <-> HF safetensors keys
+  tf1_checkpoint.py   google-research TF1 checkpoints (read and write)
+  safetensors.py      HF-format directories with model.safetensors (read and write)
+  tfhub.py            TF-Hub encoder SavedModels (read and write)
 """
-import dataclasses
 import os
 
-from bert_flow_tf import presets
-
-
-@dataclasses.dataclass
-class LoadedModel:
-  """An encoder ready to call, with what tokenizing for it needs.
-
-  Attributes:
-    encoder: a Keras layer mapping the dict of int32 [B, S] inputs (`input_word_ids`, `input_mask`,
-      `input_type_ids`) to a dict with `encoder_outputs` (list of L [B, S, H]), `sequence_output`,
-      `pooled_output` and, for our BertEncoder, `embedding_output`.
-    num_layers: int. L.
-    hidden_size: int. H.
-    vocab_file: str. WordPiece vocabulary.
-    do_lower_case: bool.
-    source: str. The directory (or preset name) it came from; part of cache keys.
-    format: str. "tf1", "hf" or "tfhub".
-    config: BertConfig or None (None for TF-Hub encoders, whose config is not stored).
-  """
-  encoder: object
-  num_layers: int
-  hidden_size: int
-  vocab_file: str
-  do_lower_case: bool
-  source: str
-  format: str
-  config: object = None
+from bert_flow_tf.loaders import safetensors
+from bert_flow_tf.loaders import tf1_checkpoint
+from bert_flow_tf.loaders import tfhub
+from bert_flow_tf.loaders.loaded_model import LoadedModel
+from bert_flow_tf.modeling import presets
 
 
 def _require(path):
@@ -70,7 +50,6 @@ def load_model(model_dir, do_lower_case=None, vocab_file=None, init_checkpoint=N
   model_dir = presets.resolve(model_dir)
   fmt = detect_format(model_dir)
   if fmt == "tf1":
-    from bert_flow_tf.loaders import tf1_checkpoint
     encoder, config = tf1_checkpoint.load_tf1_encoder(
         os.path.join(model_dir, "bert_config.json"),
         init_checkpoint or os.path.join(model_dir, "bert_model.ckpt"))
@@ -78,19 +57,16 @@ def load_model(model_dir, do_lower_case=None, vocab_file=None, init_checkpoint=N
     lower = True if do_lower_case is None else do_lower_case
     return LoadedModel(encoder, config.num_hidden_layers, config.hidden_size, vocab, lower, source, fmt, config)
   if fmt == "hf":
-    from bert_flow_tf.loaders import safetensors
     encoder, config = safetensors.load_hf_encoder(model_dir)
     vocab = vocab_file or _require(os.path.join(model_dir, "vocab.txt"))
     lower = safetensors.read_do_lower_case(model_dir) if do_lower_case is None else do_lower_case
     return LoadedModel(encoder, config.num_hidden_layers, config.hidden_size, vocab, lower, source, fmt, config)
-  from bert_flow_tf.loaders import tfhub
   return tfhub.load_hub_model(model_dir, vocab_file=vocab_file, do_lower_case=do_lower_case, source=source,
                               preprocess_dir=preprocess_dir)
 
 
 def load_tf1_files(bert_config_file, vocab_file, init_checkpoint, do_lower_case=True):
   """The original's flags `--bert_config_file --vocab_file --init_checkpoint` as one LoadedModel."""
-  from bert_flow_tf.loaders import tf1_checkpoint
   encoder, config = tf1_checkpoint.load_tf1_encoder(bert_config_file, init_checkpoint)
   return LoadedModel(encoder, config.num_hidden_layers, config.hidden_size, _require(vocab_file), do_lower_case,
                      init_checkpoint, "tf1", config)

@@ -6,9 +6,9 @@ import shutil
 import numpy as np
 import safetensors.numpy
 
-from bert_flow_tf import io_utils
-from bert_flow_tf.config import BertConfig
-from bert_flow_tf.encoder import BertEncoder
+from bert_flow_tf.utils import io_utils
+from bert_flow_tf.modeling.config import BertConfig
+from bert_flow_tf.modeling.bert_encoder import BertEncoder
 from bert_flow_tf.loaders import names as names_lib
 
 # Our activation name -> HF's config word.

@@ -15,8 +15,8 @@ import shutil
 
 import tensorflow as tf
 
-from bert_flow_tf.config import BertConfig
-from bert_flow_tf.encoder import BertEncoder
+from bert_flow_tf.modeling.config import BertConfig
+from bert_flow_tf.modeling.bert_encoder import BertEncoder
 from bert_flow_tf.loaders import names as names_lib
 
 # Checkpoint entries that are not encoder weights: Adam slots, the step counter, the pre-training heads.

@@ -19,7 +19,7 @@ import tensorflow as tf
 import tensorflow_hub as hub
 import tf_keras as keras
 
-from bert_flow_tf import loaders
+from bert_flow_tf.loaders.loaded_model import LoadedModel
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 _OUTPUT_NAMES = ("pooled_output", "sequence_output", "encoder_outputs")
@@ -133,6 +133,6 @@ def load_hub_model(model_dir, vocab_file=None, do_lower_case=None, source=None, 
   encoder = HubEncoder(saved_model)
   ids = tf.zeros([1, 2], tf.int32)
   outputs = encoder({"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids})
-  return loaders.LoadedModel(encoder, num_layers=len(outputs["encoder_outputs"]),
+  return LoadedModel(encoder, num_layers=len(outputs["encoder_outputs"]),
                              hidden_size=int(outputs["sequence_output"].shape[-1]), vocab_file=vocab,
                              do_lower_case=do_lower_case, source=source or model_dir, format="tfhub")

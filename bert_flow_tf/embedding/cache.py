@@ -13,7 +13,7 @@ import zipfile
 import numpy as np
 from absl import logging
 
-from bert_flow_tf import io_utils
+from bert_flow_tf.utils import io_utils
 
 
 def model_fingerprint(model_path):
@@ -44,16 +44,16 @@ def cache_key(model_fingerprint_text, sentence_embedding_type, max_seq_length, s
 
 
 class EmbeddingCache:
-  """Embeds sentences through a SentenceEncoder, reading and writing vectors under `cache_dir`.
+  """Embeds sentences through a SentenceEmbedder, reading and writing vectors under `cache_dir`.
 
   Args:
-    sentence_encoder: bert_flow_tf.embed.SentenceEncoder.
+    embedder: bert_flow_tf.embedding.embedder.SentenceEmbedder.
     model_path: str, the model's directory or checkpoint prefix (fingerprinted for the key).
     cache_dir: str or None; None disables the cache.
   """
 
-  def __init__(self, sentence_encoder, model_path, cache_dir, batch_size=64):
-    self.encoder = sentence_encoder
+  def __init__(self, embedder, model_path, cache_dir, batch_size=64):
+    self.embedder = embedder
     self.cache_dir = cache_dir
     self.batch_size = batch_size
     self.fingerprint = model_fingerprint(model_path)
@@ -68,7 +68,7 @@ class EmbeddingCache:
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as e:
       logging.warning("embedding cache %s is unreadable (%s); rebuilding it", path, e)
       return None
-    if stored_key != key or vectors.shape != (n, self.encoder.dim) or not np.all(np.isfinite(vectors)):
+    if stored_key != key or vectors.shape != (n, self.embedder.dim) or not np.all(np.isfinite(vectors)):
       logging.warning("embedding cache %s does not match this request (key, shape %s or non-finite values); "
                       "rebuilding it", path, vectors.shape)
       return None
@@ -77,14 +77,14 @@ class EmbeddingCache:
   def embed(self, sentences):
     """Vectors for a list of str, float32 [n, D], in order; duplicates are encoded once."""
     unique = sorted(set(sentences))
-    key = cache_key(self.fingerprint, self.encoder.pooling.name, self.encoder.max_seq_length, unique)
+    key = cache_key(self.fingerprint, self.embedder.pooling.name, self.embedder.max_seq_length, unique)
     vectors = None
     if self.cache_dir:
       path = self._path(key)
       if os.path.exists(path):
         vectors = self._read(path, key, len(unique))
     if vectors is None:
-      vectors = self.encoder.encode(unique, batch_size=self.batch_size)
+      vectors = self.embedder.encode(unique, batch_size=self.batch_size)
       if self.cache_dir:
         with io_utils.atomic_path(path) as tmp:
           with open(tmp, "wb") as f:

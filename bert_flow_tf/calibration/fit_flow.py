@@ -26,9 +26,9 @@ from absl import logging
 from tensorflow.core.framework import summary_pb2
 
 import glow
-from bert_flow_tf import io_utils
-from bert_flow_tf import order as order_lib
-from bert_flow_tf.progress import Progress
+from bert_flow_tf.utils import io_utils
+from bert_flow_tf.data import order as order_lib
+from bert_flow_tf.utils.progress import Progress
 
 FLOW_INFO = "flow.json"
 # TensorBoard's scalar-plugin tag, written with core TF so that tensorboard is needed only to view the events.
@@ -91,17 +91,17 @@ class FaithfulPairs:
   """Pairs as sentences, embedded every step by BERT in training mode (dropout on), as the original did.
 
   Args:
-    sentence_encoder: bert_flow_tf.embed.SentenceEncoder.
+    embedder: bert_flow_tf.embedding.embedder.SentenceEmbedder.
     sentences_a, sentences_b: sequences of N str.
   """
 
-  def __init__(self, sentence_encoder, sentences_a, sentences_b):
-    self.encoder = sentence_encoder
-    self.dim = sentence_encoder.dim
+  def __init__(self, embedder, sentences_a, sentences_b):
+    self.embedder = embedder
+    self.dim = embedder.dim
     self.n = len(sentences_a)
-    self.pieces, self.lengths = sentence_encoder.tokenize(list(sentences_a) + list(sentences_b))
+    self.pieces, self.lengths = embedder.tokenize(list(sentences_a) + list(sentences_b))
     ids = tf.TensorSpec([None, None], tf.int32)
-    self._embed_training = tf.function(lambda w, m, t: sentence_encoder.embed_inputs(
+    self._embed_training = tf.function(lambda w, m, t: embedder.embed_inputs(
         {"input_word_ids": w, "input_mask": m, "input_type_ids": t}, training=True),
         input_signature=[ids, ids, ids])
 
@@ -109,8 +109,8 @@ class FaithfulPairs:
     return self.n
 
   def _embed(self, rows):
-    seq_length = next(b for b in self.encoder.buckets if b >= int(self.lengths[rows].max()))
-    inputs = self.encoder.tokenizer.pack(tf.gather(self.pieces, rows), seq_length)
+    seq_length = next(b for b in self.embedder.buckets if b >= int(self.lengths[rows].max()))
+    inputs = self.embedder.tokenizer.pack(tf.gather(self.pieces, rows), seq_length)
     return self._embed_training(inputs["input_word_ids"], inputs["input_mask"], inputs["input_type_ids"])
 
   def batch(self, idx):

@@ -5,7 +5,7 @@ Legend: B = batch size, S = sequence length, H = hidden size, L = number of tran
 import tensorflow as tf
 import tf_keras as keras
 
-from bert_flow_tf import layers
+from bert_flow_tf.modeling import layers
 
 
 class BertEncoder(keras.layers.Layer):

@@ -1,4 +1,4 @@
-"""SentenceEncoder: strings -> sentence embeddings (tokenizer -> encoder -> pooling), batched by length.
+"""SentenceEmbedder: strings -> sentence embeddings (tokenizer -> encoder -> pooling), batched by length.
 
 Legend: B = batch size, S = padded length (a bucket), H = hidden size, D = embedding width.
 """
@@ -6,9 +6,9 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_flow_tf import pooling as pooling_lib
-from bert_flow_tf.progress import Progress
-from bert_flow_tf.tokenizer import BertTokenizer
+from bert_flow_tf.modeling import pooling as pooling_lib
+from bert_flow_tf.utils.progress import Progress
+from bert_flow_tf.modeling.tokenizer import BertTokenizer
 
 # Padded lengths a batch may take; fixed so the graph sees few distinct shapes.
 DEFAULT_BUCKETS = (16, 32, 48, 64)
@@ -19,7 +19,7 @@ def bucket_lengths(max_seq_length, buckets=DEFAULT_BUCKETS):
   return tuple(sorted({b for b in buckets if b < max_seq_length} | {max_seq_length}))
 
 
-class SentenceEncoder(tf.Module):
+class SentenceEmbedder(tf.Module):
   """Embeds sentences with a loaded BERT and a named pooling.
 
   Each sentence is packed alone as `[CLS] pieces [SEP]`, truncated to max_seq_length. An empty or
@@ -27,7 +27,7 @@ class SentenceEncoder(tf.Module):
 
   Args:
     model: bert_flow_tf.loaders.LoadedModel.
-    sentence_embedding_type: str, a name from bert_flow_tf.pooling (original names accepted).
+    sentence_embedding_type: str, a name from bert_flow_tf.modeling.pooling (original names accepted).
     max_seq_length: int, tokens per sentence including [CLS] and [SEP] (64 as the original).
   """
 

@@ -50,17 +50,17 @@ from absl import logging
 
 import glow
 from bert_flow_tf import data as data_lib
-from bert_flow_tf import distribute
+from bert_flow_tf.utils import distribute
 from bert_flow_tf import evaluation
-from bert_flow_tf import io_utils
+from bert_flow_tf.utils import io_utils
 from bert_flow_tf import loaders
-from bert_flow_tf import order as order_lib
-from bert_flow_tf import pooling as pooling_lib
-from bert_flow_tf import siamese_data
-from bert_flow_tf.encoder import BertEncoder
+from bert_flow_tf.data import order as order_lib
+from bert_flow_tf.modeling import pooling as pooling_lib
+from bert_flow_tf.siamese import data as siamese_data
+from bert_flow_tf.modeling.bert_encoder import BertEncoder
 from bert_flow_tf.loaders import safetensors as hf_loader
 from bert_flow_tf.loaders import tfhub
-from bert_flow_tf.tokenizer import BertTokenizer
+from bert_flow_tf.modeling.tokenizer import BertTokenizer
 
 
 
@@ -77,7 +77,7 @@ class SiameseConfig:
     do_lower_case: bool or None. None reads it from the model files.
     train_splits: tuple of str from siamese_data.SPLITS, the task's splits to train on (("dev", "test") for
       SNLI here).
-    sentence_embedding_type: str. A pooling name of `bert_flow_tf.pooling` ("avg" = "last-avg").
+    sentence_embedding_type: str. A pooling name of `bert_flow_tf.modeling.pooling` ("avg" = "last-avg").
     max_seq_length: int. Tokens per sentence with [CLS] and [SEP].
     do_train, do_eval, do_predict, predict_pool: bool.
     train_batch_size, eval_batch_size, predict_batch_size: int. Global batch sizes (pairs).

@@ -23,7 +23,7 @@ import re
 
 import numpy as np
 
-from bert_flow_tf import io_utils
+from bert_flow_tf.utils import io_utils
 
 EPS = 1e-12
 _FORMS = '"whitening", "whitening-K", "sn", "natsv-K", "sn+natsv-K" (K a positive integer)'

@@ -1,0 +1,5 @@
+"""Calibrations of sentence vectors: the BERT-flow fit and the unsupervised baselines.
+
+  fit_flow.py    fit a Glow on sentence pairs (schedules, checkpoints, resume, provenance)
+  baselines.py   whitening(-k), SN, NATSV, SN+NATSV
+"""
