@@ -20,7 +20,8 @@ from bert_flow_tf import loaders
 from bert_flow_tf.utils import logs
 from bert_flow_tf.modeling import pooling
 from bert_flow_tf.modeling import presets
-from bert_flow_tf.experiment import ALL_EVAL_TASKS, EVAL_TASKS, Experiment, ExperimentConfig
+from bert_flow_tf.cli import engine_flags
+from bert_flow_tf.experiment import ALL_EVAL_TASKS, EVAL_TASKS, ExperimentConfig, run_experiments
 from bert_flow_tf.calibration.fit_flow import FlowFitConfig
 
 # Model: a directory / preset, or the original's three TF1 flags.
@@ -33,8 +34,9 @@ flags.DEFINE_string("init_checkpoint", None, "TF1: checkpoint prefix, e.g. .../b
 flags.DEFINE_bool("do_lower_case", None, "Lower-case input; unset: what the model's files say, else True.")
 flags.DEFINE_string("hub_preprocess_dir", None, "TF-Hub: a preprocess SavedModel holding the vocab.")
 flags.DEFINE_integer("max_seq_length", 64, "Tokens per sentence including [CLS] and [SEP].")
-flags.DEFINE_string("sentence_embedding_type", "avg",
-                    "Pooling: last-avg, last2avg, first-last-avg, emb-avg, emb-last-avg, cls, cls-raw, or the "
+flags.DEFINE_list("sentence_embedding_type", ["avg"],
+                  "Pooling, or a comma-separated list computed in one BERT pass (each pooling's outputs then go "
+                  "to <experiment dir>/<pooling>/): last-avg, last2avg, first-last-avg, emb-avg, emb-last-avg, cls, cls-raw, or the "
                     "original's avg, avg-last-N (blocks 1 and L..: avg-last-2 = first-last-avg), "
                     "avg-last-last-N, avg-last-concat-N. See bert_flow_tf/modeling/pooling.py.")
 # Data and evaluation.
@@ -87,10 +89,14 @@ def _check_flags():
       baselines.make_baseline(name)
     except ValueError as e:
       raise app.UsageError(f"--baselines: {e}") from e
-  try:
-    pooling.resolve(FLAGS.sentence_embedding_type, num_layers=1000)
-  except ValueError as e:
-    raise app.UsageError(f"--sentence_embedding_type: {e}") from e
+  for name in FLAGS.sentence_embedding_type:
+    try:
+      pooling.resolve(name, num_layers=1000)
+    except ValueError as e:
+      raise app.UsageError(f"--sentence_embedding_type: {e}") from e
+  if FLAGS.export_dir and len(FLAGS.sentence_embedding_type) > 1:
+    raise app.UsageError("--export_dir exports one pooling; --sentence_embedding_type lists "
+                         f"{len(FLAGS.sentence_embedding_type)}")
 
 
 def _eval_tasks():
@@ -108,7 +114,7 @@ def _exp_name():
     return FLAGS.exp_name
   flow = f"flow-{'+'.join(FLAGS.fit_on)}-{FLAGS.flow_mode}" if FLAGS.flow else "noflow"
   model = os.path.basename(os.path.normpath(FLAGS.init_checkpoint or FLAGS.model_dir))
-  return f"{FLAGS.exp_name_prefix}_{FLAGS.task_name}_{model}_{FLAGS.sentence_embedding_type}_{flow}"
+  return f"{FLAGS.exp_name_prefix}_{FLAGS.task_name}_{model}_{'+'.join(FLAGS.sentence_embedding_type)}_{flow}"
 
 
 def _load_model():
@@ -131,9 +137,14 @@ def main(argv):
                              learning_rate=FLAGS.flow_learning_rate, num_train_epochs=FLAGS.num_train_epochs,
                              batch_size=FLAGS.train_batch_size, seed=FLAGS.seed,
                              save_checkpoints_steps=FLAGS.save_checkpoints_steps)
-  config = ExperimentConfig(
-      model=_load_model(), sentence_embedding_type=FLAGS.sentence_embedding_type, data_dir=FLAGS.data_dir,
-      output_dir=output_dir, max_seq_length=FLAGS.max_seq_length, eval_tasks=_eval_tasks(),
+  strategy = engine_flags.strategy_from_flags()
+  with strategy.scope():  # the encoder's variables live on the strategy's devices
+    model = _load_model()
+  poolings = FLAGS.sentence_embedding_type
+  configs = [ExperimentConfig(
+      model=model, sentence_embedding_type=name, data_dir=FLAGS.data_dir,
+      output_dir=output_dir if len(poolings) == 1 else os.path.join(output_dir, name),
+      max_seq_length=FLAGS.max_seq_length, eval_tasks=_eval_tasks(),
       fit_on=tuple(FLAGS.fit_on) if FLAGS.flow else (), target_fit=target_fit,
       nli_fit=FlowFitConfig(**{**target_fit.__dict__, "learning_rate": FLAGS.nli_flow_learning_rate,
                                "num_train_epochs": FLAGS.nli_num_train_epochs}),
@@ -141,12 +152,13 @@ def main(argv):
       one_pass_full=FLAGS.one_pass_full, baselines=tuple(FLAGS.baselines),
       lexical_analysis=FLAGS.lexical_analysis,
       cache_dir=os.path.join(FLAGS.output_parent_dir, "cache") if FLAGS.cached_dir is None else FLAGS.cached_dir,
-      batch_size=FLAGS.predict_batch_size)
-  experiment = Experiment(config)
-  experiment.run()
-  print(open(os.path.join(output_dir, "results.md"), encoding="utf-8").read())
+      batch_size=FLAGS.predict_batch_size, strategy=strategy,
+      static_shapes=engine_flags.static_shapes_from_flags(strategy), use_xla=FLAGS.use_xla) for name in poolings]
+  experiments = run_experiments(configs)
+  for experiment, _ in experiments:
+    print(open(os.path.join(experiment.config.output_dir, "results.md"), encoding="utf-8").read())
   if FLAGS.export_dir:
-    _export(experiment)
+    _export(experiments[0][0])
   logging.info("outputs in %s", output_dir)
 
 

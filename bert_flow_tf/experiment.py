@@ -19,8 +19,8 @@ from bert_flow_tf import data
 from bert_flow_tf import evaluation
 from bert_flow_tf.calibration import fit_flow as fit_flow_lib
 from bert_flow_tf.utils import io_utils
-from bert_flow_tf.modeling import presets
-from bert_flow_tf.embedding.cache import EmbeddingCache
+from bert_flow_tf.modeling import pooling as pooling_lib
+from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 
 # Evaluation task name -> (dataset label in results, split evaluated, metric).
@@ -57,7 +57,10 @@ class ExperimentConfig:
       train = dev = test; the original saw each pair three times per epoch).
     baselines: tuple of baseline names (bert_flow_tf.calibration.baselines.make_baseline), fitted on the target sentences.
     lexical_analysis: bool, the Table 6 edit-distance correlations on STS-B (dev, as the paper).
-    output_dir: str; cache_dir: str or None; batch_size: int (encoding).
+    output_dir: str; cache_dir: str or None (the embedding store's folder; None keeps vectors in memory);
+      batch_size: int (encoding).
+    strategy: tf.distribute.Strategy or None (the default) for embedding; static_shapes, use_xla: bool (see
+      SentenceEmbedder). Cached-mode flows and baselines fit on the default device.
   """
   model: object
   sentence_embedding_type: str
@@ -75,6 +78,9 @@ class ExperimentConfig:
   lexical_analysis: bool = False
   cache_dir: object = None
   batch_size: int = 64
+  strategy: object = None
+  static_shapes: bool = False
+  use_xla: bool = False
 
   def __post_init__(self):
     for task in self.eval_tasks:
@@ -116,23 +122,56 @@ class Timer:
 
 
 class Experiment:
-  """Runs an ExperimentConfig; `run()` returns the list of evaluation.Result."""
+  """Runs an ExperimentConfig; `run()` returns the list of evaluation.Result.
 
-  def __init__(self, config):
+  Args:
+    config: ExperimentConfig.
+    store: an EmbeddingStore to share with other experiments on the same model (e.g. other poolings); None
+      makes one in `config.cache_dir`.
+  """
+
+  def __init__(self, config, store=None):
     self.config = config
-    self.embedder = SentenceEmbedder(config.model, config.sentence_embedding_type, config.max_seq_length)
-    self.cache = EmbeddingCache(self.embedder, presets.resolve(config.model.source), config.cache_dir,
-                                batch_size=config.batch_size)
+    self.embedder = SentenceEmbedder(config.model, config.sentence_embedding_type, config.max_seq_length,
+                                     strategy=config.strategy, static_shapes=config.static_shapes,
+                                     use_xla=config.use_xla)
+    self.store = store or EmbeddingStore(self.embedder, config.cache_dir, batch_size=config.batch_size)
     self.timer = Timer()
+    self._tasks = {}
     self.isotropy = {}
     self.lexical = {}
     self.flows = {}
 
   # -- pieces ---------------------------------------------------------------------------------------------
-  def _pairs_vectors(self, pairsets):
+  def _task(self, name):
+    if name not in self._tasks:
+      self._tasks[name] = data.load_task(name, self.config.data_dir)
+    return self._tasks[name]
+
+  def _embed_pairs(self, pairs):
+    """(a [N, D], b [N, D]) for a PairSet, from the store."""
     with self.timer.stage("embed"):
-      vectors = [self.cache.embed_pairs(p) for p in pairsets]
+      vectors = self.store.vectors(list(pairs.sentences_a) + list(pairs.sentences_b), self.embedder.pooling)
+    return vectors[:len(pairs)], vectors[len(pairs):]
+
+  def _pairs_vectors(self, pairsets):
+    vectors = [self._embed_pairs(p) for p in pairsets]
     return np.concatenate([a for a, _ in vectors]), np.concatenate([b for _, b in vectors])
+
+  def sentences(self):
+    """Every sentence this experiment embeds (evaluation sets, target fit sets, NLI fit set), with repeats."""
+    c, pairsets = self.config, []
+    for task_name in c.eval_tasks:
+      task = self._task(task_name)
+      pairsets += getattr(task, EVAL_TASKS[task_name][1])
+      # Faithful flows embed their own sentences every step; baselines always fit on stored vectors.
+      if ("target" in c.fit_on and c.flow_mode == "cached") or c.baselines:
+        pairsets += target_pairsets(task, c.use_full_for_training, c.one_pass_full)
+      if c.lexical_analysis and task_name == "sts-b":
+        pairsets += task.dev
+    if "nli" in c.fit_on and c.flow_mode == "cached":
+      pairsets += self._task(NLI_TASK).train
+    return [s for p in pairsets for s in (*p.sentences_a, *p.sentences_b)]
 
   def _fit(self, fit_on, label, pairsets, fit_config):
     flow_dir = os.path.join(self.config.output_dir, "flows", f"{fit_on}-{label}")
@@ -160,7 +199,7 @@ class Experiment:
 
   def nli_flow(self):
     if "nli" not in self.flows:
-      task = data.load_task(NLI_TASK, self.config.data_dir)
+      task = self._task(NLI_TASK)
       self.flows["nli"] = self._fit("nli", "NLI", task.train, self.config.nli_fit)
     return self.flows["nli"]
 
@@ -185,10 +224,9 @@ class Experiment:
   def evaluate_task(self, task_name):
     """All methods on one evaluation task. Returns a list of Result."""
     dataset, split, metric = EVAL_TASKS[task_name]
-    task = data.load_task(task_name, self.config.data_dir)
+    task = self._task(task_name)
     subsets = getattr(task, split)
-    with self.timer.stage("embed"):
-      raw = [self.cache.embed_pairs(s) for s in subsets]
+    raw = [self._embed_pairs(s) for s in subsets]
     spaces = [("none", None, raw)]
     needs_target = "target" in self.config.fit_on or self.config.baselines
     fit_sets = target_pairsets(task, self.config.use_full_for_training, self.config.one_pass_full) \
@@ -222,7 +260,7 @@ class Experiment:
   def _lexical(self, task, spaces):
     """Table 6: Spearman between similarity and word edit distance on STS-B dev (gold, raw, flow)."""
     dev = task.dev[0]
-    a, b = self.cache.embed_pairs(dev)
+    a, b = self._embed_pairs(dev)
     self.lexical["gold"] = evaluation.lexical_correlation(dev, dev.labels)
     self.lexical["none"] = evaluation.lexical_correlation(dev, evaluation.cosine(a, b))
     for key, flow in self.flows.items():
@@ -269,3 +307,24 @@ class Experiment:
     lines += ["", "## Wall time per stage (s)", "", "| stage | seconds |", "|---|---|"]
     lines += [f"| {k} | {v:.1f} |" for k, v in self.timer.seconds.items()]
     return "\n".join(lines) + "\n"
+
+
+def run_experiments(configs):
+  """Runs experiments that differ only in pooling (and output_dir) over one embedding store.
+
+  Every sentence any of them needs is encoded first, in one BERT pass computing the union of the poolings'
+  quantities (`pooling.quantities`); each experiment then reads its vectors from the store.
+
+  Args:
+    configs: non-empty list of ExperimentConfig on the same model, max_seq_length and cache_dir.
+
+  Returns:
+    list of (Experiment, list of evaluation.Result), in the order of `configs`.
+  """
+  first = Experiment(configs[0])
+  experiments = [first] + [Experiment(c, first.store) for c in configs[1:]]
+  names = sorted({q for e in experiments for q in pooling_lib.quantities(e.embedder.pooling)})
+  with first.timer.stage("embed"):
+    sentences = [s for e in experiments for s in e.sentences()]
+    first.store.get(sentences, names)
+  return [(e, e.run()) for e in experiments]

@@ -8,7 +8,8 @@ import tensorflow as tf
 
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf import loaders
-from bert_flow_tf.embedding.embedder import SentenceEmbedder, bucket_lengths
+from bert_flow_tf.embedding import pipeline
+from bert_flow_tf.embedding.embedder import SentenceEmbedder
 
 SENTENCES = ["A man is playing a guitar.", "", "   ", "Three dogs run across a snowy field near the river.",
              "word " * 80, "A woman slices an onion.", "Hi."]
@@ -19,10 +20,10 @@ def minilm(minilm_dir):
   return loaders.load_model(str(minilm_dir))
 
 
-def test_bucket_lengths():
-  assert bucket_lengths(64) == (16, 32, 48, 64)
-  assert bucket_lengths(40) == (16, 32, 40)
-  assert bucket_lengths(8) == (8,)
+def test_static_lengths():
+  assert pipeline.static_lengths(64) == (16, 32, 48, 64)
+  assert pipeline.static_lengths(40) == (16, 32, 40)
+  assert pipeline.static_lengths(8) == (8,)
 
 
 @pytest.mark.slow

@@ -26,6 +26,7 @@ from absl import logging
 from tensorflow.core.framework import summary_pb2
 
 import glow
+from bert_flow_tf.embedding import pipeline
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf.data import order as order_lib
 from bert_flow_tf.utils.progress import Progress
@@ -109,7 +110,8 @@ class FaithfulPairs:
     return self.n
 
   def _embed(self, rows):
-    seq_length = next(b for b in self.embedder.buckets if b >= int(self.lengths[rows].max()))
+    longest = int(self.lengths[rows].max())
+    seq_length = next(b for b in pipeline.static_lengths(self.embedder.max_seq_length) if b >= longest)
     inputs = self.embedder.tokenizer.pack(tf.gather(self.pieces, rows), seq_length)
     return self._embed_training(inputs["input_word_ids"], inputs["input_mask"], inputs["input_type_ids"])
 

@@ -1,5 +1,6 @@
-"""Sentence vectors from a loaded BERT: batching, pooling, and the on-disk store that keeps them.
+"""Sentence vectors from a loaded BERT: the input pipeline, the replicas that encode, the store that keeps them.
 
-  embedder.py   SentenceEmbedder: strings -> tokenizer -> BertEncoder -> pooling, batched by length
-  cache.py      EmbeddingCache: vectors on disk, keyed by model, pooling, length and sentences
+  pipeline.py   tf.data on the host: tokenize, bucket by length, pack, prefetch; example ids restore the order
+  embedder.py   SentenceEmbedder: batches -> per-sentence quantities on any tf.distribute strategy -> poolings
+  store.py      EmbeddingStore: per-sentence quantities on disk, content-addressed, each encoded once
 """

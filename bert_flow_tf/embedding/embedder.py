@@ -1,37 +1,41 @@
-"""SentenceEmbedder: strings -> sentence embeddings (tokenizer -> encoder -> pooling), batched by length.
+"""SentenceEmbedder: strings -> sentence vectors (tokenizer -> BertEncoder -> pooling) on any tf.distribute strategy.
 
-Legend: B = batch size, S = padded length (a bucket), H = hidden size, D = embedding width.
+The input pipeline (`pipeline.py`, tf.data on the host) tokenizes and packs length-bucketed batches; the replica
+function only runs the encoder on int32 ids and reduces its outputs to per-sentence quantities (token means of
+chosen layers, [CLS] vectors, the pooler; see `pooling.quantities`). A forward pass stops after the deepest block
+any requested quantity needs, so `emb-avg` runs no transformer block.
+
+Legend: B = batch size, S = padded length, H = hidden size, D = embedding width, n = sentences.
 """
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_flow_tf.embedding import pipeline
 from bert_flow_tf.modeling import pooling as pooling_lib
-from bert_flow_tf.utils.progress import Progress
+from bert_flow_tf.modeling.bert_encoder import BertEncoder
 from bert_flow_tf.modeling.tokenizer import BertTokenizer
-
-# Padded lengths a batch may take; fixed so the graph sees few distinct shapes.
-DEFAULT_BUCKETS = (16, 32, 48, 64)
-
-
-def bucket_lengths(max_seq_length, buckets=DEFAULT_BUCKETS):
-  """The bucket lengths below max_seq_length, plus max_seq_length itself, ascending."""
-  return tuple(sorted({b for b in buckets if b < max_seq_length} | {max_seq_length}))
+from bert_flow_tf.utils.progress import Progress
 
 
 class SentenceEmbedder(tf.Module):
   """Embeds sentences with a loaded BERT and a named pooling.
 
   Each sentence is packed alone as `[CLS] pieces [SEP]`, truncated to max_seq_length. An empty or
-  whitespace-only sentence has no pieces: its vector is the pooling of `[CLS] [SEP]`.
+  whitespace-only sentence has no pieces: its vector is the pooling of `[CLS] [SEP]`. Encoding runs without
+  dropout and is deterministic.
 
   Args:
     model: bert_flow_tf.loaders.LoadedModel.
     sentence_embedding_type: str, a name from bert_flow_tf.modeling.pooling (original names accepted).
     max_seq_length: int, tokens per sentence including [CLS] and [SEP] (64 as the original).
+    strategy: tf.distribute.Strategy or None (the default strategy: one device).
+    static_shapes: bool, every batch [batch_size, one of pipeline.static_lengths()] (TPU, XLA).
+    use_xla: bool, compile the replica function with XLA (implies static_shapes).
   """
 
-  def __init__(self, model, sentence_embedding_type, max_seq_length=64, buckets=DEFAULT_BUCKETS):
+  def __init__(self, model, sentence_embedding_type="last-avg", max_seq_length=64, strategy=None,
+               static_shapes=False, use_xla=False):
     super().__init__()
     if model.config is not None and max_seq_length > model.config.max_position_embeddings:
       raise ValueError(f"max_seq_length {max_seq_length} > the model's max_position_embeddings "
@@ -41,38 +45,92 @@ class SentenceEmbedder(tf.Module):
     self.pooling = pooling_lib.resolve(sentence_embedding_type, model.num_layers)
     self.dim = self.pooling.output_dim(model.hidden_size)
     self.max_seq_length = max_seq_length
-    self.buckets = bucket_lengths(max_seq_length, buckets)
+    self.strategy = strategy or tf.distribute.get_strategy()
+    self.use_xla = bool(use_xla)
+    self.static_shapes = bool(static_shapes or use_xla or isinstance(self.strategy, tf.distribute.TPUStrategy))
     self.tokenizer = BertTokenizer(model.vocab_file, model.do_lower_case, max_seq_length)
-    ids = tf.TensorSpec([None, None], tf.int32)
-    self._embed_inference = tf.function(lambda w, m, t: self.embed_inputs(
-        {"input_word_ids": w, "input_mask": m, "input_type_ids": t}, training=False),
-        input_signature=[ids, ids, ids])
+    self._steps = {}
 
   def embed_inputs(self, inputs, training=False):
-    """Packed inputs (dict of int32 [B, S]) -> float32 [B, D]. Dropout runs only when training."""
+    """Packed inputs (dict of int32 [B, S]) -> float32 [B, D] for this pooling. Dropout runs only when training."""
     outputs = self.encoder(inputs, training=training)
     return pooling_lib.pool(self.pooling, outputs, inputs["input_mask"])
 
-  def tokenize(self, sentences):
-    """Tokenizes a list of str. Returns (ragged int32 [n, (pieces)], lengths np.int64 [n] incl. specials)."""
-    pieces = self.tokenizer.tokenize_list(sentences)
-    lengths = pieces.row_lengths().numpy() + 2
-    truncated = int(np.sum(lengths > self.max_seq_length))
+  def replica_function(self, names):
+    """The per-replica function for quantity `names`: a batch dict (pipeline.py) -> (dict name -> float32
+    [B, H], example_id int64 [B], valid bool [B]). Int tensors only: no string op runs in it."""
+    names = tuple(sorted(names))
+    num_blocks = pooling_lib.deepest_layer(names, self.model.num_layers)
+    kwargs = {"num_blocks": num_blocks} if isinstance(self.encoder, BertEncoder) else {}
+
+    def replica_fn(batch):
+      inputs = {name: batch[name] for name in pipeline.INPUT_NAMES}
+      outputs = self.encoder(inputs, training=False, **kwargs)
+      values = pooling_lib.compute_quantities(names, outputs, batch["input_mask"])
+      return {k: tf.cast(v, tf.float32) for k, v in values.items()}, batch["example_id"], batch["valid"]
+
+    return tf.function(replica_fn, jit_compile=self.use_xla, autograph=False)
+
+  def _distributed_step(self, names, element_spec):
+    key = (tuple(sorted(names)), self.static_shapes)
+    if key not in self._steps:
+      replica_fn = self.replica_function(names)
+      step = lambda batch: self.strategy.run(replica_fn, args=(batch,))
+      # Dynamic shapes: one trace for every [B, S]. Static shapes: one trace per padded length, each with fully
+      # static shapes (what XLA and TPUs compile).
+      signature = None if self.static_shapes else [element_spec]
+      self._steps[key] = tf.function(step, input_signature=signature, autograph=False)
+    return self._steps[key]
+
+  def encode_quantities(self, sentences, names, batch_size=64, progress=None):
+    """Per-sentence quantities in input order.
+
+    Args:
+      sentences: list of str.
+      names: iterable of quantity names (`pooling.quantities`), e.g. ("mean-1", "mean-6").
+      batch_size: int, the global batch (split across the strategy's replicas).
+      progress: a utils.progress.Progress to update, or None.
+
+    Returns:
+      dict name -> np.float32 [n, H].
+    """
+    names = tuple(sorted(set(names)))
+    sentences = list(sentences)
+    out = {name: np.zeros([len(sentences), self.model.hidden_size], np.float32) for name in names}
+    if not sentences:
+      return out
+    dataset = pipeline.make_dataset(sentences, self.tokenizer, batch_size, self.static_shapes)
+    distributed = self.strategy.experimental_distribute_dataset(dataset)
+    step = self._distributed_step(names, distributed.element_spec)
+    seen = np.zeros(len(sentences), bool)
+    truncated = 0
+    local = self.strategy.experimental_local_results
+    for batch in distributed:
+      values, example_id, valid = step(batch)
+      truncated += sum(int(np.sum(v.numpy())) for v in local(batch["truncated"]))
+      valid = np.concatenate([v.numpy() for v in local(valid)])
+      rows = np.concatenate([v.numpy() for v in local(example_id)])[valid]
+      for name in names:
+        out[name][rows] = np.concatenate([v.numpy() for v in local(values[name])])[valid]
+      seen[rows] = True
+      if progress:
+        progress.update(len(rows))
+    if not seen.all():
+      raise RuntimeError(f"the input pipeline lost {int((~seen).sum())} of {len(sentences)} sentences")
     if truncated:
       logging.info("%d of %d sentences are longer than max_seq_length=%d tokens and were truncated",
                    truncated, len(sentences), self.max_seq_length)
+    return out
+
+  def tokenize(self, sentences):
+    """Word pieces of a list of str: (ragged int32 [n, (pieces)], lengths np.int64 [n] with [CLS] and [SEP],
+    capped at max_seq_length)."""
+    pieces = self.tokenizer.tokenize_list(sentences)
+    lengths = pieces.row_lengths().numpy() + 2
     return pieces, np.minimum(lengths, self.max_seq_length)
 
-  def batches(self, lengths, batch_size):
-    """Yields (indices, padded length): indices sorted by length, each batch padded to its bucket."""
-    order = np.argsort(lengths, kind="stable")
-    for start in range(0, len(order), batch_size):
-      idx = order[start:start + batch_size]
-      longest = int(lengths[idx].max())
-      yield idx, next(b for b in self.buckets if b >= longest)
-
   def encode(self, sentences, batch_size=64, show_progress=True):
-    """Embeds sentences in input order.
+    """Embeds sentences in input order with this pooling.
 
     Args:
       sentences: list of str.
@@ -83,15 +141,6 @@ class SentenceEmbedder(tf.Module):
       np.float32 [n, D]; deterministic (no dropout).
     """
     sentences = list(sentences)
-    out = np.zeros([len(sentences), self.dim], np.float32)
-    if not sentences:
-      return out
-    pieces, lengths = self.tokenize(sentences)
     progress = Progress("encoding", len(sentences)) if show_progress else None
-    for idx, seq_length in self.batches(lengths, batch_size):
-      inputs = self.tokenizer.pack(tf.gather(pieces, idx), seq_length)
-      out[idx] = self._embed_inference(inputs["input_word_ids"], inputs["input_mask"],
-                                       inputs["input_type_ids"]).numpy()
-      if progress:
-        progress.update(len(idx))
-    return out
+    values = self.encode_quantities(sentences, pooling_lib.quantities(self.pooling), batch_size, progress)
+    return pooling_lib.combine(self.pooling, values)

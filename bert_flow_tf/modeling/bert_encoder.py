@@ -15,8 +15,9 @@ class BertEncoder(keras.layers.Layer):
     inputs: dict of int32 [B, S] tensors `input_word_ids`, `input_mask` (1 = token, 0 = padding) and
       `input_type_ids`.
     training: bool. Dropout is active only when True.
+    num_blocks: int or None. Run only blocks 1..num_blocks (0: the embedding layer alone); None runs all L.
 
-  Returns a dict:
+  Returns a dict (with num_blocks < L only `embedding_output` and the `encoder_outputs` that ran):
     embedding_output: float32 [B, S, H], the embedding layer's output (after its LayerNorm).
     encoder_outputs: list of L float32 [B, S, H]; index 0 is block 1 (no embedding entry, as the original's
       `all_encoder_layers`).
@@ -32,7 +33,7 @@ class BertEncoder(keras.layers.Layer):
     self.pooler = keras.layers.Dense(config.hidden_size, activation="tanh",
                                      kernel_initializer=layers.initializer(config), name="pooler")
 
-  def call(self, inputs, training=False):
+  def call(self, inputs, training=False, num_blocks=None):
     word_ids = inputs["input_word_ids"]
     mask = tf.cast(inputs["input_mask"], tf.float32)                              # [B, S]
     x = self.embeddings(word_ids, inputs["input_type_ids"], training=training)   # [B, S, H]
@@ -40,9 +41,11 @@ class BertEncoder(keras.layers.Layer):
     # In the compute dtype (float16/bfloat16 under a mixed-precision policy); -10000 fits in float16.
     attention_bias = tf.cast((1.0 - mask)[:, tf.newaxis, tf.newaxis, :] * -10000.0, x.dtype)  # [B, 1, 1, S]
     encoder_outputs = []
-    for block in self.blocks:
+    for block in self.blocks[:num_blocks]:
       x = block(x, attention_bias, training=training)
       encoder_outputs.append(x)
+    if len(encoder_outputs) < len(self.blocks):
+      return {"embedding_output": embedding_output, "encoder_outputs": encoder_outputs}
     return {
         "embedding_output": embedding_output,
         "encoder_outputs": encoder_outputs,

@@ -23,6 +23,7 @@ The original's `--sentence_embedding_type` values, with what its code computes:
 import dataclasses
 import re
 
+import numpy as np
 import tensorflow as tf
 
 
@@ -90,14 +91,90 @@ def resolve(name, num_layers):
   raise ValueError(f"unknown sentence_embedding_type {name!r}; allowed: {', '.join(NAMES)} (N a number)")
 
 
+def quantities(pooling):
+  """The per-sentence quantities a Pooling is derived from (see `combine`), in layer order.
+
+  Names: "mean-l" is the token mean of layer l (0 = embeddings, 1..L = blocks), "cls-l" is block l's [CLS]
+  vector, "pooler" is BERT's tanh pooler output. Each is a float32 [H] vector per sentence.
+  """
+  if pooling.mode == "cls-pooler":
+    return ("pooler",)
+  if pooling.mode == "cls-token":
+    return (f"cls-{pooling.layers[-1]}",)
+  return tuple(f"mean-{i}" for i in pooling.layers)
+
+
+def deepest_layer(names, num_layers):
+  """The deepest layer (0..L) the quantity `names` need: a forward pass may stop after that block."""
+  deepest = 0
+  for name in names:
+    kind, _, layer = name.partition("-")
+    deepest = max(deepest, num_layers if kind == "pooler" else int(layer))
+  return deepest
+
+
 def masked_mean(hidden, input_mask):
   """Token mean over non-padding positions. hidden [B, S, H], input_mask int [B, S] -> [B, H]."""
   mask = tf.cast(input_mask, hidden.dtype)[:, :, tf.newaxis]                  # [B, S, 1]
   return tf.reduce_sum(hidden * mask, axis=1) / tf.reduce_sum(mask, axis=1)
 
 
+def compute_quantities(names, outputs, input_mask):
+  """The named quantities of a batch from an encoder's outputs (in-graph).
+
+  Args:
+    names: iterable of quantity names (see `quantities`).
+    outputs: dict from BertEncoder (or a TF-Hub encoder): `encoder_outputs`, and `embedding_output` /
+      `pooled_output` when a name needs them.
+    input_mask: int [B, S].
+
+  Returns:
+    dict name -> float32 [B, H].
+  """
+  result = {}
+  for name in names:
+    kind, _, layer = name.partition("-")
+    if kind == "pooler":
+      result[name] = outputs["pooled_output"]
+      continue
+    layer = int(layer)
+    if layer == 0 and "embedding_output" not in outputs:
+      raise ValueError(f"{name} needs the embedding layer's output, which this encoder does not expose "
+                       "(TF-Hub encoders keep it inside)")
+    hidden = outputs["embedding_output"] if layer == 0 else outputs["encoder_outputs"][layer - 1]  # [B, S, H]
+    result[name] = hidden[:, 0] if kind == "cls" else masked_mean(hidden, input_mask)
+  return result
+
+
+def _combine(pooling, parts, concat, add):
+  if pooling.mode != "mean" and pooling.mode != "concat":
+    return parts[0]
+  if pooling.mode == "concat":
+    return concat(parts)
+  total = parts[0]
+  for part in parts[1:]:
+    total = add(total, part)
+  return total / len(parts) if len(parts) > 1 else total
+
+
+def combine(pooling, values):
+  """A Pooling's sentence vectors from stored quantities (numpy), exactly as `pool` computes them in-graph.
+
+  Args:
+    pooling: Pooling.
+    values: dict quantity name -> np.float32 [N, H] (at least `quantities(pooling)`).
+
+  Returns:
+    np.float32 [N, D]: the mean over layers (summed left to right, then divided), the concatenation, or the
+    single quantity.
+  """
+  parts = [values[name] for name in quantities(pooling)]
+  out = _combine(pooling, parts, lambda p: np.concatenate(p, axis=-1), np.add)
+  return np.asarray(out, np.float32)
+
+
 def pool(pooling, outputs, input_mask):
-  """Applies a Pooling to an encoder's outputs.
+  """Applies a Pooling to an encoder's outputs, in-graph (the export and siamese training use this).
 
   Args:
     pooling: Pooling, from resolve().
@@ -108,14 +185,6 @@ def pool(pooling, outputs, input_mask):
   Returns:
     float32 [B, H] (or [B, N*H] for concat).
   """
-  if pooling.mode == "cls-pooler":
-    return outputs["pooled_output"]
-  if pooling.mode == "cls-token":
-    return outputs["encoder_outputs"][-1][:, 0]
-  if 0 in pooling.layers and "embedding_output" not in outputs:
-    raise ValueError(f"{pooling.name} needs the embedding layer's output, which this encoder does not expose")
-  hidden = [outputs["embedding_output"] if i == 0 else outputs["encoder_outputs"][i - 1] for i in pooling.layers]
-  means = [masked_mean(h, input_mask) for h in hidden]
-  if pooling.mode == "concat":
-    return tf.concat(means, axis=-1)
-  return tf.add_n(means) / float(len(means))
+  values = compute_quantities(quantities(pooling), outputs, input_mask)
+  parts = [values[name] for name in quantities(pooling)]
+  return _combine(pooling, parts, lambda p: tf.concat(p, axis=-1), tf.add)

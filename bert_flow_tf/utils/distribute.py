@@ -13,26 +13,32 @@ import tf_keras as keras
 from absl import logging
 
 
-def make_strategy(tpu=None, num_gpus=0):
+def make_strategy(tpu=None, num_gpus=0, num_cpu_replicas=0, tpu_zone=None, gcp_project=None):
   """The strategy for the requested hardware.
 
   Args:
     tpu: str or None. None: no TPU. Otherwise the TPU name or address handed to TPUClusterResolver ("" on Colab,
       "local" on a TPU VM).
-    num_gpus: int >= 0. GPUs to use when `tpu` is None; 0 means the default strategy.
+    num_gpus: int >= 0. GPUs to use when `tpu` is None; 0 means no GPU strategy.
+    num_cpu_replicas: int >= 0. With no TPU and no GPU: N > 1 logical CPU devices under MirroredStrategy (how a
+      CPU-only machine runs, and tests, the distributed path). Must be set before TensorFlow starts its devices,
+      unless they already exist.
+    tpu_zone, gcp_project: str or None, for TPUClusterResolver (the original's --tpu_zone, --gcp_project).
 
   Returns:
     tf.distribute.Strategy.
 
   Raises:
-    ValueError: `num_gpus` < 0, both a TPU and GPUs, or more GPUs than TF sees.
+    ValueError: a negative count, more than one kind of device, or more GPUs or CPU replicas than can be had.
   """
-  if num_gpus < 0:
-    raise ValueError(f"num_gpus must be >= 0, got {num_gpus}")
+  if num_gpus < 0 or num_cpu_replicas < 0:
+    raise ValueError(f"num_gpus and num_cpu_replicas must be >= 0, got {num_gpus} and {num_cpu_replicas}")
+  asked = [name for name, on in (("tpu", tpu is not None), ("num_gpus", num_gpus), ("num_cpu_replicas",
+                                                                                    num_cpu_replicas > 1)) if on]
+  if len(asked) > 1:
+    raise ValueError(f"use one of tpu, num_gpus and num_cpu_replicas, not {' and '.join(asked)}")
   if tpu is not None:
-    if num_gpus:
-      raise ValueError(f"use either tpu ({tpu!r}) or num_gpus ({num_gpus}), not both")
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu, zone=tpu_zone, project=gcp_project)
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     strategy = tf.distribute.TPUStrategy(resolver)
@@ -43,10 +49,30 @@ def make_strategy(tpu=None, num_gpus=0):
     devices = [f"/gpu:{i}" for i in range(num_gpus)]
     strategy = (tf.distribute.OneDeviceStrategy(devices[0]) if num_gpus == 1
                 else tf.distribute.MirroredStrategy(devices))
+  elif num_cpu_replicas > 1:
+    strategy = tf.distribute.MirroredStrategy(logical_cpus(num_cpu_replicas))
   else:
     strategy = tf.distribute.get_strategy()
   logging.info("strategy %s with %d replica(s)", type(strategy).__name__, strategy.num_replicas_in_sync)
   return strategy
+
+
+def logical_cpus(n):
+  """Names of n logical CPU devices, splitting the physical CPU if TensorFlow has not started its devices yet.
+
+  Raises:
+    ValueError: TensorFlow already runs with fewer logical CPUs than n.
+  """
+  cpu = tf.config.list_physical_devices("CPU")[0]
+  try:
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * n)
+  except RuntimeError:  # devices already initialised: use what exists
+    pass
+  have = [d.name for d in tf.config.list_logical_devices("CPU")]
+  if len(have) < n:
+    raise ValueError(f"num_cpu_replicas={n}, but TensorFlow already started with {len(have)} logical CPU(s); "
+                     "ask for the replicas before anything runs on TensorFlow")
+  return have[:n]
 
 
 def is_tpu(strategy):

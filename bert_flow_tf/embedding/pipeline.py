@@ -1,0 +1,81 @@
+"""The input pipeline: sentences -> tf.data batches of packed token ids with example ids, bucketed by length.
+
+Everything here runs on the host inside tf.data (never inside the replica function): tensorflow-text
+tokenization in chunks, grouping by length, packing `[CLS] pieces [SEP]` and prefetching, so that tokenizing the
+next batches overlaps the encoder.
+
+  dynamic shapes (CPU, GPU)   sentences are grouped by length in buckets `pad_multiple` tokens wide, and each
+                              batch is padded to its own longest sentence rounded up to a multiple of
+                              `pad_multiple`; a bucket's last batch may be smaller.
+  static shapes (TPU, XLA)    every batch has `batch_size` rows and a length from `static_lengths()`; the rows
+                              that fill the last batch of a bucket are empty sentences with valid = False,
+                              which the caller drops (no sentence is ever dropped, as drop_remainder would).
+
+Each element is a dict: int32 [B, S] `input_word_ids`, `input_mask`, `input_type_ids`; int64 [B] `example_id`
+(the sentence's index in the input list, so the caller restores the input order); bool [B] `valid` and
+`truncated` (the sentence had more than max_seq_length - 2 pieces).
+"""
+import tensorflow as tf
+
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+STATIC_LENGTHS = (16, 32, 48, 64)
+PAD_MULTIPLE = 8
+_TOKENIZE_CHUNK = 1024
+
+
+def static_lengths(max_seq_length):
+  """The few padded lengths of static-shape batches: STATIC_LENGTHS below max_seq_length, and max_seq_length."""
+  return tuple(sorted({b for b in STATIC_LENGTHS if b < max_seq_length} | {max_seq_length}))
+
+
+def make_dataset(sentences, tokenizer, batch_size, static_shapes=False, pad_multiple=PAD_MULTIPLE):
+  """The batches that embed `sentences`.
+
+  Args:
+    sentences: list of str (or a tf.string [n] tensor).
+    tokenizer: bert_flow_tf.modeling.tokenizer.BertTokenizer (its max_seq_length bounds S).
+    batch_size: int, sentences per batch (the global batch under a tf.distribute strategy).
+    static_shapes: bool, see the module notes.
+    pad_multiple: int, bucket width and the multiple dynamic lengths are rounded up to.
+
+  Returns:
+    tf.data.Dataset of dicts as in the module notes.
+  """
+  max_len = tokenizer.max_seq_length
+  n = len(sentences)
+  if static_shapes:
+    lengths = static_lengths(max_len)
+    boundaries = [b + 1 for b in lengths[:-1]]            # bucket k holds lengths <= lengths[k]
+  else:
+    boundaries = list(range(pad_multiple + 1, max_len + 1, pad_multiple))
+
+  def tokenize(example_id, text):
+    pieces = tokenizer.tokenize(text)                                          # ragged int32 [C, (pieces)]
+    full = tf.cast(pieces.row_lengths(), tf.int32) + 2                         # [C], with [CLS] and [SEP]
+    return example_id, pieces.to_tensor(default_value=-1), tf.minimum(full, max_len), full > max_len
+
+  def pack(example_id, pieces, length, truncated):
+    longest = tf.reduce_max(length)
+    if static_shapes:
+      seq_length = tf.gather(lengths, tf.argmax(tf.cast(lengths, tf.int32) >= longest))
+      rows = batch_size
+    else:
+      seq_length = tf.minimum((longest + pad_multiple - 1) // pad_multiple * pad_multiple, max_len)
+      rows = tf.shape(pieces)[0]
+    missing = rows - tf.shape(pieces)[0]                                       # > 0 only for static shapes
+    pieces = tf.pad(pieces, [[0, missing], [0, 0]], constant_values=-1)        # filler rows: empty sentences
+    ragged = tf.RaggedTensor.from_tensor(pieces, padding=-1)
+    packed = tokenizer.pack(ragged, seq_length)
+    packed["example_id"] = tf.pad(example_id, [[0, missing]], constant_values=-1)
+    packed["valid"] = tf.range(rows) < rows - missing
+    packed["truncated"] = tf.pad(truncated, [[0, missing]])
+    if static_shapes:
+      packed = {k: tf.ensure_shape(v, [batch_size] + v.shape[1:]) for k, v in packed.items()}
+    return packed
+
+  dataset = tf.data.Dataset.from_tensor_slices((tf.range(n, dtype=tf.int64), tf.constant(sentences, tf.string)))
+  dataset = dataset.batch(_TOKENIZE_CHUNK).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+  dataset = dataset.bucket_by_sequence_length(
+      lambda example_id, pieces, length, truncated: length, boundaries, [batch_size] * (len(boundaries) + 1),
+      padding_values=(tf.constant(0, tf.int64), -1, 0, False))
+  return dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,111 @@
+"""EmbeddingStore: per-sentence quantities, each encoded once, reused across poolings; corrupt shards rebuilt."""
+import os
+
+import numpy as np
+import pytest
+
+from bert_flow_tf.embedding.embedder import SentenceEmbedder
+from bert_flow_tf.embedding.store import EmbeddingStore
+from bert_flow_tf.embedding.store import model_fingerprint
+from bert_flow_tf.modeling import pooling as pooling_lib
+from tests.embedding.tiny_model import SENTENCES, tiny_model
+
+
+@pytest.fixture
+def model(tmp_path):
+  return tiny_model(tmp_path / "model")
+
+
+def embedder(model, name, max_seq_length=16):
+  return SentenceEmbedder(model, name, max_seq_length=max_seq_length)
+
+
+def shards(root):
+  return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs
+                if f.endswith(".npz"))
+
+
+def test_each_distinct_sentence_is_encoded_once_and_kept_on_disk(tmp_path, model):
+  store = EmbeddingStore(embedder(model, "first-last-avg"), str(tmp_path / "store"), batch_size=4)
+  first = store.vectors(SENTENCES, pooling_lib.resolve("first-last-avg", 3))
+  assert store.encoded == len(set(SENTENCES))                        # duplicates encoded once
+  np.testing.assert_array_equal(first, embedder(model, "first-last-avg").encode(SENTENCES, batch_size=4))
+  # A sentence shared by two lists (splits, datasets) is not encoded again, by this store or a new one.
+  store.vectors(SENTENCES[:3] + ["a new one"], pooling_lib.resolve("first-last-avg", 3))
+  assert store.encoded == len(set(SENTENCES)) + 1
+  again = EmbeddingStore(embedder(model, "first-last-avg"), str(tmp_path / "store"), batch_size=4)
+  np.testing.assert_array_equal(again.vectors(SENTENCES, pooling_lib.resolve("first-last-avg", 3)), first)
+  assert again.encoded == 0
+  assert {s.split(os.sep)[1] for s in shards(tmp_path / "store")} == {"mean-1", "mean-3"}
+
+
+def test_a_pooling_needing_only_stored_quantities_runs_no_bert(tmp_path, model):
+  store = EmbeddingStore(embedder(model, "first-last-avg"), str(tmp_path / "store"), batch_size=4)
+  store.vectors(SENTENCES, pooling_lib.resolve("first-last-avg", 3))
+  before = store.encoded
+  last = store.vectors(SENTENCES, pooling_lib.resolve("last-avg", 3))
+  assert store.encoded == before
+  # Another graph (one quantity instead of two) may round differently in the last bit.
+  np.testing.assert_allclose(last, embedder(model, "last-avg").encode(SENTENCES, batch_size=4), atol=1e-6)
+  store.vectors(SENTENCES, pooling_lib.resolve("emb-avg", 3))       # needs mean-0: encoded now, once
+  assert store.encoded == 2 * before
+
+
+def test_several_poolings_in_one_pass(tmp_path, model):
+  store = EmbeddingStore(embedder(model, "last-avg"), None, batch_size=4)
+  poolings = [pooling_lib.resolve(n, 3) for n in ("emb-avg", "last-avg", "first-last-avg", "cls")]
+  store.get(SENTENCES, {q for p in poolings for q in pooling_lib.quantities(p)})
+  assert store.encoded == len(set(SENTENCES))
+  for p in poolings:
+    np.testing.assert_allclose(store.vectors(SENTENCES, p), embedder(model, p.name).encode(SENTENCES, 4),
+                               atol=1e-6)
+  assert store.encoded == len(set(SENTENCES))
+
+
+def test_corrupt_or_non_finite_shards_are_rebuilt(tmp_path, model, caplog):
+  root = tmp_path / "store"
+  store = EmbeddingStore(embedder(model, "last-avg"), str(root), batch_size=4)
+  want = store.vectors(SENTENCES, pooling_lib.resolve("last-avg", 3))
+  (path,) = [root / s for s in shards(root)]
+  path.write_bytes(b"not a zip file")
+  fresh = EmbeddingStore(embedder(model, "last-avg"), str(root), batch_size=4)
+  np.testing.assert_array_equal(fresh.vectors(SENTENCES, pooling_lib.resolve("last-avg", 3)), want)
+  assert fresh.encoded == len(set(SENTENCES)) and "unreadable" in caplog.text
+  (path,) = [root / s for s in shards(root)]
+  with np.load(path) as f:
+    keys, vectors = f["keys"], f["vectors"]
+  np.savez(path, keys=keys, vectors=np.full_like(vectors, np.nan))
+  fresh = EmbeddingStore(embedder(model, "last-avg"), str(root), batch_size=4)
+  np.testing.assert_array_equal(fresh.vectors(SENTENCES, pooling_lib.resolve("last-avg", 3)), want)
+  assert fresh.encoded == len(set(SENTENCES)) and "finite" in caplog.text
+
+
+def test_a_killed_encoding_keeps_its_finished_shards(tmp_path, model):
+  root = str(tmp_path / "store")
+  store = EmbeddingStore(embedder(model, "last-avg"), root, batch_size=4, shard_size=10)
+  calls = []
+  real = store.embedder.encode_quantities
+
+  def dies_on_the_third_shard(*args, **kwargs):
+    calls.append(1)
+    if len(calls) == 3:
+      raise KeyboardInterrupt
+    return real(*args, **kwargs)
+
+  store.embedder.encode_quantities = dies_on_the_third_shard
+  with pytest.raises(KeyboardInterrupt):
+    store.get(SENTENCES, ["mean-3"])
+  assert len(shards(root)) == 2
+  rerun = EmbeddingStore(embedder(model, "last-avg"), root, batch_size=4, shard_size=10)
+  rerun.get(SENTENCES, ["mean-3"])
+  assert rerun.encoded == len(set(SENTENCES)) - 20
+
+
+def test_the_store_key_covers_model_files_and_length(tmp_path, model):
+  a = EmbeddingStore(embedder(model, "last-avg"), str(tmp_path / "s")).folder
+  assert EmbeddingStore(embedder(model, "last-avg", 8), str(tmp_path / "s")).folder != a
+  assert EmbeddingStore(embedder(model, "emb-avg"), str(tmp_path / "s")).folder == a   # pooling-independent
+  before = model_fingerprint(model.source)
+  (tmp_path / "model" / "weights.bin").write_bytes(b"1")
+  assert model_fingerprint(model.source) != before
+  assert EmbeddingStore(embedder(model, "last-avg"), str(tmp_path / "s")).folder != a
