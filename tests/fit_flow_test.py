@@ -107,8 +107,8 @@ def test_check_fitted_flow_names_what_differs(tmp_path, tiny_config):
   info = fit_flow.check_fitted_flow(str(tmp_path / "f"), dim=16, fit=tiny_config,
                                     provenance={**provenance, "not_recorded": 1})
   assert info["complete"] and info["provenance"] == provenance
-  with pytest.raises(ValueError, match=r"\(dim, max_seq_length differ\): max_seq_length=32 \(the flow's: 64\); "
-                                       r"dim=8 \(the flow's: 16\)"):
+  with pytest.raises(ValueError, match=r"\(dim, max_seq_length differ\): max_seq_length=32 \(the flow was fitted "
+                                       r"with 64\); dim=8 \(the flow was fitted with 16\)"):
     fit_flow.check_fitted_flow(str(tmp_path / "f"), dim=8, provenance={**provenance, "max_seq_length": 32})
-  with pytest.raises(ValueError, match=r"\(fit differ\): fit.learning_rate=0.5 \(the flow's: 0.01\)$"):
+  with pytest.raises(ValueError, match=r"\(fit differ\): fit.learning_rate=0.5 \(the flow was fitted with 0.01\)$"):
     fit_flow.check_fitted_flow(str(tmp_path / "f"), fit=dataclasses.replace(tiny_config, learning_rate=0.5))

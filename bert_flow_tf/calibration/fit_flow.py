@@ -164,7 +164,7 @@ def check_fitted_flow(flow_dir, dim=None, fit=None, provenance=None):
   if wrong:
     names = sorted({k.split(".")[0] for k in wrong})
     raise ValueError(f"the flow in {flow_dir} was fitted with other settings ({', '.join(names)} differ): "
-                     + "; ".join(f"{k}={want!r} (the flow's: {got!r})" for k, (want, got) in wrong.items()))
+                     + "; ".join(f"{k}={want} (the flow was fitted with {got})" for k, (want, got) in wrong.items()))
   return info
 
 
