@@ -5,6 +5,7 @@
 Flags keep the original run_siamese.py names where they exist. Outputs go to
 <output_parent_dir>/<exp_name>: results.json, results.md, isotropy.json, timings.json, flags.txt, flows/.
 """
+import dataclasses
 import os
 
 # TF's C++ start-up lines (CUDA probing on CPU machines, oneDNN notes) drown the progress; errors still raise.
@@ -21,7 +22,7 @@ from bert_flow_tf.utils import logs
 from bert_flow_tf.modeling import pooling
 from bert_flow_tf.modeling import presets
 from bert_flow_tf.cli import engine_flags
-from bert_flow_tf.experiment import ALL_EVAL_TASKS, EVAL_TASKS, ExperimentConfig, run_experiments
+from bert_flow_tf.experiment import ALL_EVAL_TASKS, EVAL_TASKS, NLI_FLOW, ExperimentConfig, run_experiments
 from bert_flow_tf.calibration.fit_flow import FlowFitConfig
 
 # Model: a directory / preset, or the original's three TF1 flags.
@@ -146,8 +147,8 @@ def main(argv):
       output_dir=output_dir if len(poolings) == 1 else os.path.join(output_dir, name),
       max_seq_length=FLAGS.max_seq_length, eval_tasks=_eval_tasks(),
       fit_on=tuple(FLAGS.fit_on) if FLAGS.flow else (), target_fit=target_fit,
-      nli_fit=FlowFitConfig(**{**target_fit.__dict__, "learning_rate": FLAGS.nli_flow_learning_rate,
-                               "num_train_epochs": FLAGS.nli_num_train_epochs}),
+      nli_fit=dataclasses.replace(target_fit, learning_rate=FLAGS.nli_flow_learning_rate,
+                                  num_train_epochs=FLAGS.nli_num_train_epochs),
       flow_mode=FLAGS.flow_mode, use_full_for_training=FLAGS.use_full_for_training,
       one_pass_full=FLAGS.one_pass_full, baselines=tuple(FLAGS.baselines),
       lexical_analysis=FLAGS.lexical_analysis,
@@ -165,12 +166,13 @@ def main(argv):
 def _export(experiment):
   from bert_flow_tf import export  # pylint: disable=g-import-not-at-top
   dataset = EVAL_TASKS[FLAGS.task_name][0]
-  key = {"target": f"target-{dataset}", "nli": "nli", "none": None}[FLAGS.export_flow]
+  key = {"target": ("target", dataset), "nli": NLI_FLOW, "none": None}[FLAGS.export_flow]
   if key is not None and key not in experiment.flows:
     raise app.UsageError(f"--export_flow={FLAGS.export_flow}: no such flow was fitted in this run "
                          f"(--fit_on={','.join(FLAGS.fit_on)})")
   paths = export.export_models(experiment.embedder, experiment.flows.get(key), FLAGS.export_dir, overwrite=True)
-  logging.info("exported %s (flow: %s): %s and %s", FLAGS.export_dir, key, paths["text"], paths["ids"])
+  logging.info("exported %s (flow: %s): %s and %s", FLAGS.export_dir, FLAGS.export_flow, paths["text"],
+               paths["ids"])
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
-"""Times Glow training steps on this machine's CPU and prints one JSON line per setting.
+"""Times the flow-fitting train step on this machine's CPU and prints one JSON line per setting.
 
 Usage: python bench/flow.py [--config config_l3_d3_w32] [--steps 200] [--jit]
 
-Each line: dim D, batch B, trace_s (first call: tracing and building), steps_per_s and
-sentences_per_s (steady state, same batch), retraces (extra traces after the first; must be 0),
-and epoch_s_17k (estimated seconds for one epoch over 17,000 vectors at this batch, plus tracing).
+The step is the one `fit_flow` runs (`glow.make_train_step(..., pairs=True)`): a batch of B sentence pairs, loss
+mean NLL of a + mean NLL of b. Each line: dim D, batch B (pairs), trace_s (first call: tracing and building),
+steps_per_s and sentences_per_s (steady state, 2B sentences a step), retraces (extra traces after the first; must
+be 0), and epoch_s_17k (estimated seconds for one epoch over 17,000 sentences, 8,500 pairs, plus tracing).
 """
 import argparse
 import json
@@ -19,30 +20,29 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf
 
-from glow import AdamWeightDecay, Glow
-from glow.training import make_train_step
+from glow import AdamWeightDecay, Glow, make_train_step
 
 
 def bench(config, dim, batch, steps, jit_compile):
   flow = Glow.from_config(config, dim=dim)
-  step = make_train_step(flow, AdamWeightDecay(learning_rate=1e-3), jit_compile=jit_compile)
+  step = make_train_step(flow, AdamWeightDecay(learning_rate=1e-3), pairs=True, jit_compile=jit_compile)
   rng = np.random.default_rng(0)
-  batches = [tf.constant(rng.standard_normal((batch, dim)).astype(np.float32) * 0.1)
+  batches = [[tf.constant(rng.standard_normal((batch, dim)).astype(np.float32) * 0.1) for _ in "ab"]
              for _ in range(8)]
   start = time.perf_counter()
-  float(step(batches[0]))
+  float(step(*batches[0]))
   trace_s = time.perf_counter() - start
   start = time.perf_counter()
   for i in range(steps):
-    loss = step(batches[i % len(batches)])
+    loss = step(*batches[i % len(batches)])
   float(loss)
   elapsed = time.perf_counter() - start
   steps_per_s = steps / elapsed
   return {
       "config": config, "dim": dim, "batch": batch, "jit_compile": jit_compile,
       "trace_s": round(trace_s, 2), "steps_per_s": round(steps_per_s, 1),
-      "sentences_per_s": round(steps_per_s * batch), "retraces": step.experimental_get_tracing_count() - 1,
-      "epoch_s_17k": round(trace_s + 17000 / batch / steps_per_s, 1),
+      "sentences_per_s": round(steps_per_s * 2 * batch), "retraces": step.experimental_get_tracing_count() - 1,
+      "epoch_s_17k": round(trace_s + 17000 / (2 * batch) / steps_per_s, 1),
   }
 
 

@@ -42,18 +42,6 @@ FLAGS = flags.FLAGS
 _FIXED_BY_EXPORT = ("model_dir", "sentence_embedding_type", "max_seq_length", "flow_checkpoint")
 
 
-def _check_flow_matches(info, encoder):
-  """Fails naming the flags when the flow was fitted on other vectors than these flags produce."""
-  fitted = info.get("provenance") or {}
-  ours = {"sentence_embedding_type": encoder.pooling.name, "max_seq_length": encoder.max_seq_length}
-  wrong = [f"--{k}={ours[k]} (the flow was fitted with {fitted[k]})" for k in ours if k in fitted and
-           fitted[k] != ours[k]]
-  if info["dim"] != encoder.dim:
-    wrong.append(f"vectors of width {encoder.dim} (the flow takes {info['dim']})")
-  if wrong:
-    raise app.UsageError(f"--flow_checkpoint={FLAGS.flow_checkpoint} does not fit: " + "; ".join(wrong))
-
-
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
@@ -71,7 +59,11 @@ def main(argv):
     model = loaders.load_model(FLAGS.model_dir)
     encoder = SentenceEmbedder(model, FLAGS.sentence_embedding_type, FLAGS.max_seq_length)
     if FLAGS.flow_checkpoint:
-      _check_flow_matches(fit_flow.read_flow_info(FLAGS.flow_checkpoint), encoder)
+      try:
+        fit_flow.check_fitted_flow(FLAGS.flow_checkpoint, dim=encoder.dim, provenance={
+            "sentence_embedding_type": encoder.pooling.name, "max_seq_length": encoder.max_seq_length})
+      except ValueError as e:
+        raise app.UsageError(f"--flow_checkpoint={FLAGS.flow_checkpoint} does not fit: {e}") from e
     embeddings = encoder.encode(sentences, batch_size=FLAGS.batch_size)
     what = encoder.pooling.describe()
     if FLAGS.flow_checkpoint:

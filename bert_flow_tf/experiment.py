@@ -37,6 +37,8 @@ EVAL_TASKS = {
 ALL_EVAL_TASKS = tuple(EVAL_TASKS)
 FIT_ON = ("target", "nli")
 NLI_TASK = "allnli"
+# Experiment.flows key of the flow fitted on NLI sentences; a target flow's key is ("target", dataset label).
+NLI_FLOW = ("nli", "NLI")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,6 +126,8 @@ class Timer:
 class Experiment:
   """Runs an ExperimentConfig; `run()` returns the list of evaluation.Result.
 
+  `flows` maps (fit_on, dataset label) -> the Glow fitted (or reused) in this run: ("target", "STS-B"), NLI_FLOW.
+
   Args:
     config: ExperimentConfig.
     store: an EmbeddingStore to share with other experiments on the same model (e.g. other poolings); None
@@ -178,13 +182,10 @@ class Experiment:
     provenance = {"model": self.config.model.source, "sentence_embedding_type": self.embedder.pooling.name,
                   "max_seq_length": self.embedder.max_seq_length, "mode": self.config.flow_mode}
     if os.path.isfile(os.path.join(flow_dir, fit_flow_lib.FLOW_INFO)):
-      info = fit_flow_lib.read_flow_info(flow_dir)
-      stored = {"fit": info["fit"], **(info.get("provenance") or {})}
-      wanted = {"fit": dataclasses.asdict(fit_config), **(provenance if info.get("provenance") else {})}
-      if stored != wanted:
-        changed = sorted(k for k in wanted if stored.get(k) != wanted[k])
-        raise ValueError(f"{flow_dir} holds a flow fitted with other settings ({', '.join(changed)} differ); "
-                         "use another --exp_name or remove that directory")
+      try:
+        info = fit_flow_lib.check_fitted_flow(flow_dir, fit=fit_config, provenance=provenance)
+      except ValueError as e:
+        raise ValueError(f"{e}; use another --exp_name or remove that directory") from e
       if info.get("complete"):
         logging.info("flow %s-%s already fitted in %s; reusing it", fit_on, label, flow_dir)
         return fit_flow_lib.load_fitted_flow(flow_dir)
@@ -198,10 +199,10 @@ class Experiment:
     return flow
 
   def nli_flow(self):
-    if "nli" not in self.flows:
+    if NLI_FLOW not in self.flows:
       task = self._task(NLI_TASK)
-      self.flows["nli"] = self._fit("nli", "NLI", task.train, self.config.nli_fit)
-    return self.flows["nli"]
+      self.flows[NLI_FLOW] = self._fit(*NLI_FLOW, task.train, self.config.nli_fit)
+    return self.flows[NLI_FLOW]
 
   def _score(self, dataset, metric, subsets, vectors, method, fit_on):
     """Results of one embedding space on one dataset. vectors: list of (a, b) per subset."""
@@ -233,7 +234,7 @@ class Experiment:
         if needs_target else []
     if "target" in self.config.fit_on:
       flow = self._fit("target", dataset, fit_sets, self.config.target_fit)
-      self.flows[f"target-{dataset}"] = flow
+      self.flows[("target", dataset)] = flow
       spaces.append(("flow", "target", [(fit_flow_lib.transform(flow, a), fit_flow_lib.transform(flow, b))
                                         for a, b in raw]))
     if "nli" in self.config.fit_on:
@@ -263,10 +264,10 @@ class Experiment:
     a, b = self._embed_pairs(dev)
     self.lexical["gold"] = evaluation.lexical_correlation(dev, dev.labels)
     self.lexical["none"] = evaluation.lexical_correlation(dev, evaluation.cosine(a, b))
-    for key, flow in self.flows.items():
-      if key in ("nli", "target-STS-B"):
+    for (fit_on, dataset), flow in self.flows.items():
+      if (fit_on, dataset) in (NLI_FLOW, ("target", "STS-B")):
         sims = evaluation.cosine(fit_flow_lib.transform(flow, a), fit_flow_lib.transform(flow, b))
-        self.lexical[f"flow ({key.split('-')[0]})"] = evaluation.lexical_correlation(dev, sims)
+        self.lexical[f"flow ({fit_on})"] = evaluation.lexical_correlation(dev, sims)
 
   # -- the run --------------------------------------------------------------------------------------------
   def run(self):

@@ -2,5 +2,10 @@
 from glow.config import GlowConfig
 from glow.model import Glow
 from glow.optimization import AdamWeightDecay
+from glow.optimization import WarmupLinearDecay
+from glow.optimization import create_optimizer
+from glow.training import make_train_step
+from glow.training import nll_loss
 
-__all__ = ["AdamWeightDecay", "Glow", "GlowConfig"]
+__all__ = ["AdamWeightDecay", "Glow", "GlowConfig", "WarmupLinearDecay", "create_optimizer", "make_train_step",
+           "nll_loss"]

@@ -1,4 +1,8 @@
-"""AdamWeightDecay: BERT's Adam with decoupled weight decay, as BERT-flow trains its flow.
+"""BERT's optimization: AdamWeightDecay (Adam with decoupled weight decay), its warmup + linear-decay schedule.
+
+  AdamWeightDecay      the optimizer, as BERT-flow trains its flow (constant learning rate) and BERT.
+  WarmupLinearDecay    BERT's learning-rate schedule for fine-tuning.
+  create_optimizer     the two together, as BERT's `optimization.create_optimizer` builds them.
 
 Ported from the original's `optimization_bert_flow.py` (`AdamWeightDecayOptimizer`):
   m <- beta_1 m + (1 - beta_1) g,   v <- beta_2 v + (1 - beta_2) g^2,
@@ -112,3 +116,48 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         exclude_from_weight_decay=list(self.exclude_patterns),
     )
     return config
+
+
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+  """BERT's schedule: lr * step / warmup_steps while step < warmup_steps, then lr * (1 - step / total) >= 0.
+
+  Args:
+    learning_rate: float, the peak rate (reached at step num_warmup_steps).
+    num_train_steps: int, the step where the rate reaches 0 (and stays).
+    num_warmup_steps: int, 0 for no warmup.
+  """
+
+  def __init__(self, learning_rate, num_train_steps, num_warmup_steps):
+    super().__init__()
+    self.learning_rate = learning_rate
+    self.num_train_steps = num_train_steps
+    self.num_warmup_steps = num_warmup_steps
+
+  def __call__(self, step):
+    step = tf.cast(step, tf.float32)
+    total = float(max(self.num_train_steps, 1))
+    decayed = self.learning_rate * (1.0 - tf.minimum(step, total) / total)
+    if not self.num_warmup_steps:
+      return decayed
+    warmup = self.learning_rate * step / float(self.num_warmup_steps)
+    return tf.where(step < float(self.num_warmup_steps), warmup, decayed)
+
+  def get_config(self):
+    return {"learning_rate": self.learning_rate, "num_train_steps": self.num_train_steps,
+            "num_warmup_steps": self.num_warmup_steps}
+
+
+def create_optimizer(learning_rate, num_train_steps, num_warmup_steps, weight_decay_rate=0.01):
+  """AdamWeightDecay on BERT's warmup + linear-decay schedule (BERT's fine-tuning optimizer).
+
+  Args:
+    learning_rate: float, the peak rate.
+    num_train_steps: int, where the rate reaches 0.
+    num_warmup_steps: int.
+    weight_decay_rate: float.
+
+  Returns:
+    AdamWeightDecay.
+  """
+  return AdamWeightDecay(WarmupLinearDecay(learning_rate, num_train_steps, num_warmup_steps),
+                         weight_decay_rate=weight_decay_rate)

@@ -143,5 +143,6 @@ def test_encode_command_with_a_fitted_flow(exported, minilm_dir):
                  "last-avg", "--flow_checkpoint", flow_dir, "--input_file", str(src), "--output_file",
                  str(tmp / "wrong.npy")])
   assert result.returncode != 0
-  assert "--sentence_embedding_type=last-avg (the flow was fitted with first-last-avg)" in result.stderr
+  assert f"--flow_checkpoint={flow_dir} does not fit" in result.stderr
+  assert "sentence_embedding_type=last-avg (the flow was fitted with first-last-avg)" in result.stderr
   assert not (tmp / "wrong.npy").exists()

@@ -1,4 +1,5 @@
 """Flow fitting on pairs: batch order, resume after a crash, NaN stop, saved flows."""
+import dataclasses
 import json
 
 import numpy as np
@@ -48,8 +49,8 @@ def test_batch_order_is_seeded_and_covers_every_pair_per_epoch():
   assert order.shape == (5, 4)
   np.testing.assert_array_equal(order, order_lib.batch_order(10, 4, 5, seed=3))
   assert sorted(order.reshape(-1)[:10]) == list(range(10))
-  assert fit_flow.num_train_steps(8628, 32, 1.0) == 269
-  assert fit_flow.num_train_steps(19666, 32, 0.15) == 92
+  assert order_lib.num_train_steps(8628, 32, 1.0) == 269
+  assert order_lib.num_train_steps(19666, 32, 0.15) == 92
 
 
 def _variables(flow):
@@ -90,7 +91,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_config
 
 
 def test_ddi_init_runs_on_the_first_batch(tmp_path, tiny_config):
-  config = fit_flow.FlowFitConfig(**{**tiny_config.__dict__, "init": "ddi"})
+  config = dataclasses.replace(tiny_config, init="ddi")
   flow, summary = fit_flow.fit_flow(_pairs(), config, str(tmp_path / "ddi"))
   assert bool(flow.initialized.numpy()) and np.isfinite(summary["last_loss"])
 
@@ -98,3 +99,16 @@ def test_ddi_init_runs_on_the_first_batch(tmp_path, tiny_config):
 def test_too_few_pairs_for_one_step(tmp_path, tiny_config):
   with pytest.raises(ValueError, match="less than one step"):
     fit_flow.fit_flow(_pairs(n=4), tiny_config, str(tmp_path / "few"))
+
+
+def test_check_fitted_flow_names_what_differs(tmp_path, tiny_config):
+  provenance = {"model": "m", "sentence_embedding_type": "last-avg", "max_seq_length": 64}
+  fit_flow.fit_flow(_pairs(), tiny_config, str(tmp_path / "f"), provenance=provenance)
+  info = fit_flow.check_fitted_flow(str(tmp_path / "f"), dim=16, fit=tiny_config,
+                                    provenance={**provenance, "not_recorded": 1})
+  assert info["complete"] and info["provenance"] == provenance
+  with pytest.raises(ValueError, match=r"\(dim, max_seq_length differ\): max_seq_length=32 \(the flow was fitted "
+                                       r"with 64\); dim=8 \(the flow was fitted with 16\)"):
+    fit_flow.check_fitted_flow(str(tmp_path / "f"), dim=8, provenance={**provenance, "max_seq_length": 32})
+  with pytest.raises(ValueError, match=r"\(fit differ\): fit.learning_rate=0.5 \(the flow was fitted with 0.01\)$"):
+    fit_flow.check_fitted_flow(str(tmp_path / "f"), fit=dataclasses.replace(tiny_config, learning_rate=0.5))

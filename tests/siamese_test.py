@@ -70,7 +70,7 @@ def tiny(tmp_path_factory):
 
 
 def test_warmup_linear_decay():
-  from bert_flow_tf.siamese.trainer import WarmupLinearDecay
+  from glow import WarmupLinearDecay
   schedule = WarmupLinearDecay(2e-5, num_train_steps=100, num_warmup_steps=10)
   got = [float(schedule(s)) for s in (0, 5, 10, 55, 100, 120)]
   np.testing.assert_allclose(got, [0.0, 1e-5, 1.8e-5, 0.9e-5, 0.0, 0.0], atol=1e-12)
@@ -161,13 +161,15 @@ def test_interrupted_run_resumes_to_the_same_weights(tiny, tmp_path):
   import tensorflow as tf
   from bert_flow_tf import loaders
   from bert_flow_tf import siamese
+  from bert_flow_tf.data import order as order_lib
   model_dir, data_dir = tiny
   straight = siamese.run(tiny_config(model_dir, data_dir, str(tmp_path / "straight"), dupe_factor=2))
   resumed_dir = str(tmp_path / "resumed")
   first = siamese.run(tiny_config(model_dir, data_dir, resumed_dir, dupe_factor=2), stop_at_step=5)
   assert len(first["train"]["losses"]) == 5 and "export_dir" not in first
   second = siamese.run(tiny_config(model_dir, data_dir, resumed_dir, dupe_factor=2))
-  steps = siamese.num_train_steps(48, tiny_config(model_dir, data_dir, resumed_dir))  # 6 steps
+  config = tiny_config(model_dir, data_dir, resumed_dir)
+  steps = order_lib.num_train_steps(48, config.train_batch_size, config.num_train_epochs)  # 6 steps
   # Killed after step 5: the last checkpoint is step 4, so step 5 is replayed.
   assert len(second["train"]["losses"]) == steps - 4
   np.testing.assert_allclose(second["train"]["losses"], straight["train"]["losses"][4:], rtol=1e-5)

@@ -68,10 +68,6 @@ class FlowDivergedError(FloatingPointError):
   """The loss became NaN or inf; the last good checkpoint is kept."""
 
 
-def num_train_steps(num_pairs, batch_size, num_train_epochs):
-  return int(num_pairs / batch_size * num_train_epochs)
-
-
 class CachedPairs:
   """Pairs as precomputed vectors. a, b: float32 [N, D]."""
 
@@ -139,6 +135,41 @@ def read_flow_info(flow_dir):
     return json.load(f)
 
 
+def check_fitted_flow(flow_dir, dim=None, fit=None, provenance=None):
+  """Reads the flow.json in `flow_dir` and checks that the flow was fitted as these arguments say.
+
+  Only what is given is compared: `dim` with the flow's width, `fit` with its fit settings, and each key of
+  `provenance` that the flow.json records (a flow written without provenance skips that part).
+
+  Args:
+    flow_dir: str, a directory written by `fit_flow`.
+    dim: int or None, the width of the vectors that will go through the flow.
+    fit: FlowFitConfig or None, the settings the caller would fit with.
+    provenance: dict or None, what the vectors are (as `fit_flow` takes it).
+
+  Returns:
+    dict, the flow.json (see `read_flow_info`).
+
+  Raises:
+    FileNotFoundError: flow_dir holds no flow.json.
+    ValueError: naming every setting that differs, with the value asked for and the flow's.
+  """
+  info = read_flow_info(flow_dir)
+  fitted = info.get("provenance") or {}
+  asked = {k: (v, fitted[k]) for k, v in (provenance or {}).items() if k in fitted}
+  if dim is not None:
+    asked["dim"] = (dim, info["dim"])
+  if fit is not None:
+    ours, theirs = dataclasses.asdict(fit), info["fit"]
+    asked.update({f"fit.{k}": (ours.get(k), theirs.get(k)) for k in sorted(ours.keys() | theirs.keys())})
+  wrong = {k: v for k, v in asked.items() if v[0] != v[1]}
+  if wrong:
+    names = sorted({k.split(".")[0] for k in wrong})
+    raise ValueError(f"the flow in {flow_dir} was fitted with other settings ({', '.join(names)} differ): "
+                     + "; ".join(f"{k}={want} (the flow was fitted with {got})" for k, (want, got) in wrong.items()))
+  return info
+
+
 def load_fitted_flow(flow_dir):
   """Restores a flow written by `fit_flow` (its flow.json and latest checkpoint). Returns a Glow."""
   info = read_flow_info(flow_dir)
@@ -171,7 +202,7 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
   Raises:
     FlowDivergedError when a loss is NaN or inf (the last good checkpoint stays in flow_dir).
   """
-  num_steps = num_train_steps(len(pairs), config.batch_size, config.num_train_epochs)
+  num_steps = order_lib.num_train_steps(len(pairs), config.batch_size, config.num_train_epochs)
   if num_steps < 1:
     raise ValueError(f"{name}: {len(pairs)} pairs at batch_size {config.batch_size} x {config.num_train_epochs} "
                      "epochs is less than one step")
@@ -190,17 +221,7 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
   _write_info(flow_dir, pairs.dim, config, {"num_steps": num_steps, "steps_done": int(step), "complete": False,
                                             "provenance": provenance})
 
-  variables = flow.trainable_variables
-  optimizer.build(variables)
-  spec = tf.TensorSpec([None, pairs.dim], tf.float32)
-
-  @tf.function(input_signature=[spec, spec])
-  def train_step(a, b):
-    with tf.GradientTape() as tape:
-      loss = tf.reduce_mean(flow.nll(a, training=True)) + tf.reduce_mean(flow.nll(b, training=True))
-    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-    return loss
-
+  train_step = glow.make_train_step(flow, optimizer, pairs=True)
   writer = tf.summary.create_file_writer(os.path.join(flow_dir, "tb"))
   progress = Progress(f"fitting {name}", num_steps, unit="step", min_total=200)
   progress.update(int(step))

@@ -1,7 +1,12 @@
-"""Seeded training orders, shared by flow fitting and siamese training."""
+"""Step counts and seeded training orders, shared by flow fitting and siamese training."""
 import math
 
 import numpy as np
+
+
+def num_train_steps(num_examples, batch_size, num_train_epochs):
+  """BERT's step count, int(num_examples / batch_size * num_train_epochs): a final partial batch is dropped."""
+  return int(num_examples / batch_size * num_train_epochs)
 
 
 def batch_order(num_rows, batch_size, num_steps, seed):

@@ -8,9 +8,8 @@ import textwrap
 import numpy as np
 import pytest
 import tensorflow as tf
-import tf_keras as keras
 
-from glow import AdamWeightDecay
+from glow import AdamWeightDecay, WarmupLinearDecay
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -64,24 +63,9 @@ def test_first_step_has_no_bias_correction():
                              rtol=1e-3)
 
 
-class _WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
-  """BERT's schedule: linear warmup to peak over `warmup` steps, then linear decay to 0 at `total`."""
-
-  def __init__(self, peak, warmup, total):
-    self.peak, self.warmup, self.total = peak, warmup, total
-
-  def __call__(self, step):
-    step = tf.cast(step, tf.float32)
-    decayed = self.peak * (1.0 - step / self.total)
-    return tf.where(step < self.warmup, self.peak * step / self.warmup, decayed)
-
-  def get_config(self):
-    return {"peak": self.peak, "warmup": self.warmup, "total": self.total}
-
-
 def test_learning_rate_schedule_is_read_at_each_step():
   grads = _grads(steps=4)
-  schedule = _WarmupLinearDecay(peak=0.1, warmup=2, total=10)
+  schedule = WarmupLinearDecay(0.1, num_train_steps=10, num_warmup_steps=2)
   optimizer = AdamWeightDecay(learning_rate=schedule)
   init, got = _run(optimizer, grads)
   lrs = [float(schedule(i)) for i in range(4)]  # 0, 0.05, 0.08, 0.07

@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from glow import AdamWeightDecay, Glow
-from glow.training import make_train_step
+from glow.training import make_train_step, nll_loss
 
 D = 64
 
@@ -49,3 +49,19 @@ def test_fit_anisotropic_gaussian_lowers_bits_per_dim_and_whitens():
   assert after > entropy - 0.05  # The test-set NLL cannot beat the true entropy.
   assert _eig_ratio(test) > 9e3
   assert _eig_ratio(flow(test)[0].numpy()) < 2.5e3
+
+
+
+def test_pair_step_loss_is_mean_nll_of_a_plus_mean_nll_of_b():
+  flow = Glow.from_config("config_l2_d2_w32", dim=16)
+  a, b = tf.random.normal([8, 16], seed=1), tf.random.normal([8, 16], seed=2)
+  nll_a, nll_b = flow.nll(a), flow.nll(b)
+  want = float(tf.reduce_mean(nll_a)) + float(tf.reduce_mean(nll_b))
+  assert float(nll_loss(nll_a, nll_b)) == pytest.approx(want, rel=1e-6)
+  # Two replicas of 4 pairs each: their losses over the global batch of 8 add up to the global loss.
+  halves = [nll_loss(nll_a[i:i + 4], nll_b[i:i + 4], global_batch_size=8) for i in (0, 4)]
+  assert float(halves[0] + halves[1]) == pytest.approx(want, rel=1e-6)
+  step = make_train_step(flow, AdamWeightDecay(), pairs=True)
+  assert float(step(a, b)) == pytest.approx(want, rel=1e-6)
+  assert float(step(a, b)) < want  # the first step lowered the loss on this batch
+  assert step.experimental_get_tracing_count() == 1
