@@ -49,11 +49,13 @@ def make_dataset(sentences, tokenizer, batch_size, static_shapes=False, pad_mult
   else:
     boundaries = list(range(pad_multiple + 1, max_len + 1, pad_multiple))
 
+  @tf.autograph.experimental.do_not_convert
   def tokenize(example_id, text):
     pieces = tokenizer.tokenize(text)                                          # ragged int32 [C, (pieces)]
     full = tf.cast(pieces.row_lengths(), tf.int32) + 2                         # [C], with [CLS] and [SEP]
     return example_id, pieces.to_tensor(default_value=-1), tf.minimum(full, max_len), full > max_len
 
+  @tf.autograph.experimental.do_not_convert
   def pack(example_id, pieces, length, truncated):
     longest = tf.reduce_max(length)
     if static_shapes:
