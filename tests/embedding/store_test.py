@@ -29,7 +29,8 @@ def test_each_distinct_sentence_is_encoded_once_and_kept_on_disk(tmp_path, model
   store = EmbeddingStore(embedder(model, "first-last-avg"), str(tmp_path / "store"), batch_size=4)
   first = store.vectors(SENTENCES, pooling_lib.resolve("first-last-avg", 3))
   assert store.encoded == len(set(SENTENCES))                        # duplicates encoded once
-  np.testing.assert_array_equal(first, embedder(model, "first-last-avg").encode(SENTENCES, batch_size=4))
+  # Other batches (the store encodes each distinct sentence once) may round differently in the last bit.
+  np.testing.assert_allclose(first, embedder(model, "first-last-avg").encode(SENTENCES, batch_size=4), atol=1e-6)
   # A sentence shared by two lists (splits, datasets) is not encoded again, by this store or a new one.
   store.vectors(SENTENCES[:3] + ["a new one"], pooling_lib.resolve("first-last-avg", 3))
   assert store.encoded == len(set(SENTENCES)) + 1
