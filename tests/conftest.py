@@ -1,4 +1,4 @@
-"""Shared test fixtures: paths to the real data and the packaged MiniLM weights."""
+"""Shared test setup: two logical CPU devices, paths to the real data and the packaged MiniLM weights."""
 import os
 import pathlib
 
@@ -8,13 +8,40 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = pathlib.Path(os.environ.get("BERT_FLOW_DATA", REPO.parent / "shared" / "data"))
+NUM_LOGICAL_CPUS = 2
+
+
+def pytest_configure(config):
+  """Splits the CPU into NUM_LOGICAL_CPUS logical devices before any test runs a TF op.
+
+  TF fixes its devices when it first runs an op, so this cannot be done later from a test; with it, any test can
+  build a MirroredStrategy over /cpu:0 and /cpu:1 (see `cpu_strategy`). Ops without a strategy still run on
+  /cpu:0, as they would without the split.
+  """
+  del config  # unused
+  import tensorflow as tf
+  cpu = tf.config.list_physical_devices("CPU")[0]
+  tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * NUM_LOGICAL_CPUS)
+
+
+@pytest.fixture
+def cpu_strategy():
+  """A MirroredStrategy with one replica on each logical CPU device (/cpu:0, /cpu:1)."""
+  import tensorflow as tf
+  return tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(NUM_LOGICAL_CPUS)])
 
 
 @pytest.fixture(scope="session")
 def data_dir():
-  """The unmodified evaluation data (../shared/data); tests that need it skip without it."""
+  """The unmodified evaluation data (../shared/data, or $BERT_FLOW_DATA).
+
+  Tests that need it skip without it, except in CI (CI=true), where a missing data folder is a failure.
+  """
   if not SHARED_DATA.is_dir():
-    pytest.skip(f"no evaluation data at {SHARED_DATA}")
+    message = f"no evaluation data at {SHARED_DATA} (set BERT_FLOW_DATA, or put it at ../shared/data)"
+    if os.environ.get("CI", "").lower() == "true":
+      pytest.fail(message)
+    pytest.skip(message)
   return SHARED_DATA
 
 

@@ -26,7 +26,9 @@ def test_output_shapes():
   assert all(h.shape == (2, 5, 32) for h in out["encoder_outputs"])
   assert out["sequence_output"] is out["encoder_outputs"][-1]
   assert out["pooled_output"].shape == (2, 32)
-  assert np.all(np.abs(out["pooled_output"].numpy()) <= 1.0)
+  cls = out["sequence_output"].numpy()[:, 0]
+  want = np.tanh(cls @ encoder.pooler.kernel.numpy() + encoder.pooler.bias.numpy())
+  np.testing.assert_allclose(out["pooled_output"].numpy(), want, atol=1e-6)
 
 
 def test_padding_does_not_change_real_tokens():
@@ -70,14 +72,22 @@ def test_config_errors_name_the_problem(tmp_path):
     BertConfig(vocab_size=9, hidden_size=30, num_attention_heads=4)
 
 
-@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
-def test_mixed_precision_policy(policy):
+@pytest.mark.parametrize("policy, atol", [("mixed_float16", 2e-2), ("mixed_bfloat16", 1e-1)])
+def test_mixed_precision_policy_matches_float32(policy, atol):
   import tf_keras as keras
+  inputs = _inputs([[1, 5, 6, 2, 0]], [[1, 1, 1, 1, 0]])
+  tf.random.set_seed(0)
+  full = BertEncoder(TINY)
+  want = full(inputs)
   keras.mixed_precision.set_global_policy(policy)
   try:
-    encoder = BertEncoder(TINY)
-    out = encoder(_inputs([[1, 5, 6, 2, 0]], [[1, 1, 1, 1, 0]]))
+    encoder = BertEncoder(TINY).build_variables()
   finally:
     keras.mixed_precision.set_global_policy("float32")
+  encoder.set_weights(full.get_weights())
+  out = encoder(inputs)
   assert out["sequence_output"].dtype == tf.as_dtype(policy.split("_")[1])
-  assert np.all(np.isfinite(out["sequence_output"].numpy().astype(np.float32)))
+  # Measured max abs diffs: float16 3e-3, bfloat16 2.7e-2 (sequence_output; the values are O(1) after LayerNorm).
+  for key in ("embedding_output", "sequence_output", "pooled_output"):
+    got = out[key].numpy().astype(np.float32)
+    np.testing.assert_allclose(got, want[key].numpy(), rtol=0, atol=atol, err_msg=key)

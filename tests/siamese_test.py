@@ -1,20 +1,16 @@
 """Siamese fine-tuning: objectives, the joint-flow optimizer split, resume, and MirroredStrategy equivalence.
 
 Everything runs on a tiny BERT (H=32, 2 blocks, dropout 0) written as a TF1 checkpoint with a 20-token vocab, on
-tiny SNLI-format files in a temp dir. The distribution check runs this file as a script in a subprocess, because
-two logical CPU devices must be configured before TensorFlow initialises.
+tiny SNLI-format files in a temp dir. The distribution check uses the two logical CPU devices of conftest.py.
 """
 import dataclasses
 import json
 import os
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
 WORDS = ["the", "a", "cat", "dog", "man", "woman", "sat", "runs", "on", "in", "mat", "park", "red", "blue", "."]
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 LABELS = ("entailment", "neutral", "contradiction")
@@ -210,57 +206,38 @@ def test_eval_predict_and_export_roundtrip(tiny, tmp_path):
   np.testing.assert_allclose(np.array([r["embedding_a"] for r in rows]), a, atol=2e-6)
 
 
-def test_distribution_matches_single_device(tmp_path):
+def test_distribution_matches_single_device(tiny, tmp_path, cpu_strategy):
   """Two logical CPUs under MirroredStrategy vs the default strategy: same losses and weights."""
-  env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-  proc = subprocess.run([sys.executable, __file__, str(tmp_path)], env=env, capture_output=True, text=True,
-                        timeout=600)
-  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
-  report = json.loads((tmp_path / "distribution.json").read_text())
-  assert report["replicas"] == [2, 1]
-  assert report["num_losses"] == 6
-  assert report["max_loss_diff"] < 1e-5 and report["max_weight_diff"] < 1e-5, report
-  assert report["max_weight_change"] > 1e-3  # the weights did move
-
-
-def _distribution_main(workdir):
-  """Subprocess body of test_distribution_matches_single_device: writes distribution.json to `workdir`."""
   import tensorflow as tf
-  cpu = tf.config.list_physical_devices("CPU")[0]
-  tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
   from bert_flow_tf import data as data_lib
   from bert_flow_tf import siamese
-  workdir = pathlib.Path(workdir)
-  model_dir, data_dir = make_tiny_setup(workdir)
+  model_dir, data_dir = tiny
   task = data_lib.load_task("snli", data_dir)
   runs = []
-  for name, strategy in (("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])),
-                         ("default", tf.distribute.get_strategy())):
-    config = tiny_config(model_dir, data_dir, str(workdir / name), dupe_factor=2, l2_penalty=0.01)
+  for name, strategy in (("mirrored", cpu_strategy), ("default", tf.distribute.get_strategy())):
+    config = tiny_config(model_dir, data_dir, str(tmp_path / name), dupe_factor=2, l2_penalty=0.01)
     trainer = siamese.Trainer(config, task, strategy, num_train_steps=6)
     initial = model_weights(trainer)
     history = trainer.train(task.dev + task.test)
     runs.append((strategy.num_replicas_in_sync, history, initial, model_weights(trainer)))
   (n_m, hist_m, init_m, final_m), (n_d, hist_d, _, final_d) = runs
+  assert (n_m, n_d) == (2, 1)
   losses_m = np.array(hist_m["losses"]) + np.array(hist_m["flow_losses"])
   losses_d = np.array(hist_d["losses"]) + np.array(hist_d["flow_losses"])
-  report = {
-      "replicas": [n_m, n_d],
-      "num_losses": len(losses_m),
-      "max_loss_diff": float(np.max(np.abs(losses_m - losses_d))),
-      "max_weight_diff": max(float(np.max(np.abs(final_m[k] - final_d[k]))) for k in final_m),
-      "max_weight_change": max(float(np.max(np.abs(final_m[k] - init_m[k]))) for k in final_m),
-  }
-  (workdir / "distribution.json").write_text(json.dumps(report))
+  assert len(losses_m) == 6
+  np.testing.assert_allclose(losses_m, losses_d, rtol=0, atol=1e-5)
+  for k in final_m:
+    np.testing.assert_allclose(final_m[k], final_d[k], rtol=0, atol=1e-5, err_msg=f"variable {k}")
+  assert max(np.abs(final_m[k] - init_m[k]).max() for k in final_m) > 1e-3  # the weights did move
 
 
-if __name__ == "__main__":
-  _distribution_main(sys.argv[1])
-
-
-def test_mixed_precision_trains(tiny, tmp_path):
+def test_mixed_precision_trains_like_float32(tiny, tmp_path):
   from bert_flow_tf import siamese
   model_dir, data_dir = tiny
-  result = siamese.run(tiny_config(model_dir, data_dir, str(tmp_path / "mp"), use_mixed_precision=True))
-  losses = result["train"]["losses"]
-  assert len(losses) == 6 and np.all(np.isfinite(losses))
+  runs = {mixed: siamese.run(tiny_config(model_dir, data_dir, str(tmp_path / str(mixed)), use_mixed_precision=mixed))
+          for mixed in (False, True)}
+  full, mixed = (np.array(runs[k]["train"]["losses"]) for k in (False, True))
+  assert len(full) == len(mixed) == 6
+  # Measured: max |mixed - float32| = 5e-4 over the 6 steps; float16 did run (the losses are not identical).
+  np.testing.assert_allclose(mixed, full, rtol=0, atol=5e-3)
+  assert np.abs(mixed - full).max() > 0

@@ -7,10 +7,9 @@ import pytest
 from bert_flow_tf.data import nli
 
 
-@pytest.mark.slow
 def test_snli_senteval_counts_and_first_rows(data_dir):
   snli = nli.load_snli(str(data_dir))
-  assert sorted(snli) == ["dev", "test"]
+  assert {"dev", "test"} <= set(snli)  # train too, where present
   assert (len(snli["dev"]), len(snli["test"])) == (9842, 9824)
   dev = snli["dev"]
   assert dev.sentences_a[0] == "Two women are embracing while holding to go packages ."

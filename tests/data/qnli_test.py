@@ -5,7 +5,6 @@ import pytest
 from bert_flow_tf.data import qnli
 
 
-@pytest.mark.slow
 def test_qnli_dev_counts_and_first_row(data_dir):
   dev = qnli.load_qnli(str(data_dir))
   assert dev.name == "QNLI/dev" and len(dev) == 5463

@@ -15,7 +15,6 @@ STS_COUNTS = {12: (3108, {"MSRpar": 750, "MSRvid": 750, "SMTeuroparl": 459, "sur
                           "question-question": 209})}
 
 
-@pytest.mark.slow
 def test_stsb_counts_and_first_row(data_dir):
   train, dev, test = sts.load_stsb(str(data_dir))
   assert (len(train), len(dev), len(test)) == (5749, 1500, 1379)
@@ -26,7 +25,6 @@ def test_stsb_counts_and_first_row(data_dir):
   assert test.labels.min() >= 0. and test.labels.max() <= 5.
 
 
-@pytest.mark.slow
 def test_stsb_keeps_unbalanced_quotes(data_dir):
   train, _, test = sts.load_stsb(str(data_dir))
   # With csv's default quoting these files parse to 5711 / 1119 rows; here every '"' stays in its sentence.
@@ -35,7 +33,6 @@ def test_stsb_keeps_unbalanced_quotes(data_dir):
   assert all("\t" not in s for s in test.sentences_a + test.sentences_b)
 
 
-@pytest.mark.slow
 def test_sick_counts_crlf_and_first_row(data_dir):
   train, dev, test = sts.load_sick(str(data_dir))
   assert (len(train), len(dev), len(test)) == (4500, 500, 4927)
@@ -46,7 +43,6 @@ def test_sick_counts_crlf_and_first_row(data_dir):
   assert train.labels[0] == 4.5 and train.labels.min() >= 1.
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("year", sorted(STS_COUNTS))
 def test_sts_year_counts(data_dir, year):
   total, per_subset = STS_COUNTS[year]
@@ -57,7 +53,6 @@ def test_sts_year_counts(data_dir, year):
     assert s.labels.min() >= 0. and s.labels.max() <= 5.
 
 
-@pytest.mark.slow
 def test_sts16_blank_gold_keeps_alignment(data_dir):
   folder = data_dir / "STS" / "STS16-en-test"
   inputs = (folder / "STS2016.input.headlines.txt").read_text(encoding="utf-8").split("\n")
