@@ -5,8 +5,8 @@ It encodes the sentences as the product does: `SentenceEmbedder.encode` on a tf.
 (host tokenization, batches bucketed by length, each padded to its longest rounded up to 8; static shapes under
 `--use_xla` or `--static_shapes`). It reports:
   * start-up, apart: imports (process start to imports done), the strategy, model load, the first trace (a warm-up
-    encode of the first `--warmup` sentences), and the warm-up of padded lengths the first did not reach (so that
-    the timed run traces nothing);
+    encode of the first `--warmup` sentences), and, for static shapes, the warm-up of padded lengths the first did
+    not reach (so that the timed run traces nothing);
   * the steady encode of all sentences (tokenize, pack, encode, pool) in seconds and sentences/s;
   * the encoder's matmul FLOPs per second, per block
       2*s*(4*H*H + 2*H*I)  (Q, K, V, attention output; intermediate and output dense)
@@ -217,11 +217,12 @@ def main():
     return pipeline_batches(pipeline.make_dataset(texts, enc.tokenizer, args.batch_size, enc.static_shapes))
 
   batches, lengths = batches_of(sentences)
-  # Static shapes trace once per padded length: warm up the lengths the first encode did not reach.
+  # Static shapes trace once per padded length (dynamic ones once in all): warm up the lengths the first encode
+  # did not reach.
   traced = {shape[1] for _, shape in batches_of(warmup)[0]}
   more = {}
   for idx, shape in batches:
-    if shape[1] not in traced and len(idx):
+    if enc.static_shapes and shape[1] not in traced and len(idx):
       more.setdefault(shape[1], sentences[idx[0]])
   start = time.perf_counter()
   if more:
