@@ -14,6 +14,7 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 from absl import logging
 
+import glow
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf import loaders
@@ -51,7 +52,7 @@ flags.DEFINE_list("fit_on", ["target"], "Where the flow is fitted: target (the t
 flags.DEFINE_enum("flow_mode", "cached", ["cached", "faithful"],
                   "cached: vectors computed once without dropout; faithful: BERT with dropout, recomputed "
                   "every step, as the original.")
-flags.DEFINE_string("flow_model_config", "config_l3_d3_w32", "Glow config name or JSON path (original default).")
+flags.DEFINE_string("flow_model_config", glow.DEFAULT_CONFIG, "Glow config name or JSON path (original default).")
 flags.DEFINE_enum("flow_init", "original", ["original", "ddi"], "ActNorm init: the original's or data-dependent.")
 flags.DEFINE_float("flow_learning_rate", 1e-3, "Target setting learning rate (constant).")
 flags.DEFINE_float("num_train_epochs", 1.0, "Target setting epochs.")
