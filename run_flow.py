@@ -21,7 +21,8 @@ from bert_flow_tf import loaders
 from bert_flow_tf.utils import logs
 from bert_flow_tf.modeling import pooling
 from bert_flow_tf.modeling import presets
-from bert_flow_tf.experiment import ALL_EVAL_TASKS, EVAL_TASKS, Experiment, ExperimentConfig
+from bert_flow_tf import data
+from bert_flow_tf.experiment import Experiment, ExperimentConfig
 from bert_flow_tf.calibration.fit_flow import FlowFitConfig
 
 # Model: a directory / preset, or the original's three TF1 flags.
@@ -39,10 +40,10 @@ flags.DEFINE_string("sentence_embedding_type", "avg",
                     "original's avg, avg-last-N (blocks 1 and L..: avg-last-2 = first-last-avg), "
                     "avg-last-last-N, avg-last-concat-N. See bert_flow_tf/modeling/pooling.py.")
 # Data and evaluation.
-flags.DEFINE_string("task_name", "sts-b", f"Target task (one of {', '.join(EVAL_TASKS)}); evaluated by default.")
+flags.DEFINE_string("task_name", "sts-b", f"Target task (one of {', '.join(data.EVAL_TASKS)}); evaluated by default.")
 flags.DEFINE_string("data_dir", "data", "Folder with stsbenchmark/, SICK/, STS/, SNLI/, QNLI/ (README: Data).")
 flags.DEFINE_list("eval_tasks", None, f"Tasks to evaluate; default the --task_name; 'all' = "
-                  f"{','.join(ALL_EVAL_TASKS)}.")
+                  f"{','.join(data.EVAL_TASKS)}.")
 flags.DEFINE_list("baselines", [], "Calibrations fitted on the target sentences: whitening, whitening-K, sn, "
                   "natsv-K, sn+natsv-K.")
 flags.DEFINE_bool("lexical_analysis", False, "Table 6: similarity vs edit distance on STS-B dev.")
@@ -77,8 +78,8 @@ FLAGS = flags.FLAGS
 
 def _check_flags():
   """Fails at start, naming the flag, for values the run would trip on later."""
-  if FLAGS.task_name not in EVAL_TASKS:
-    raise app.UsageError(f"--task_name={FLAGS.task_name!r} is not one of {', '.join(EVAL_TASKS)}")
+  if FLAGS.task_name not in data.EVAL_TASKS:
+    raise app.UsageError(f"--task_name={FLAGS.task_name!r} is not one of {', '.join(data.EVAL_TASKS)}")
   if not os.path.isdir(FLAGS.data_dir):
     raise app.UsageError(f"--data_dir={FLAGS.data_dir!r} does not exist (README: Data)")
   if FLAGS.init_checkpoint and not (FLAGS.bert_config_file and FLAGS.vocab_file):
@@ -97,10 +98,10 @@ def _check_flags():
 def _eval_tasks():
   tasks = FLAGS.eval_tasks or [FLAGS.task_name]
   if tasks == ["all"]:
-    return ALL_EVAL_TASKS
+    return data.EVAL_TASKS
   for task in tasks:
-    if task not in EVAL_TASKS:
-      raise app.UsageError(f"--eval_tasks: {task!r} is not one of {', '.join(EVAL_TASKS)} or 'all'")
+    if task not in data.EVAL_TASKS:
+      raise app.UsageError(f"--eval_tasks: {task!r} is not one of {', '.join(data.EVAL_TASKS)} or 'all'")
   return tuple(tasks)
 
 
@@ -153,7 +154,7 @@ def main(argv):
 
 def _export(experiment):
   from bert_flow_tf import export  # pylint: disable=g-import-not-at-top
-  dataset = EVAL_TASKS[FLAGS.task_name][0]
+  dataset = data.TASKS[FLAGS.task_name].label
   key = {"target": f"target-{dataset}", "nli": "nli", "none": None}[FLAGS.export_flow]
   if key is not None and key not in experiment.flows:
     raise app.UsageError(f"--export_flow={FLAGS.export_flow}: no such flow was fitted in this run "

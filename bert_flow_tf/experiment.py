@@ -23,19 +23,6 @@ from bert_flow_tf.modeling import presets
 from bert_flow_tf.embedding.cache import EmbeddingCache
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 
-# Evaluation task name -> (dataset label in results, split evaluated, metric).
-EVAL_TASKS = {
-    "sts-b": ("STS-B", "test", "spearman"),
-    "sick-r": ("SICK-R", "test", "spearman"),
-    "sts-12": ("STS12", "test", "spearman"),
-    "sts-13": ("STS13", "test", "spearman"),
-    "sts-14": ("STS14", "test", "spearman"),
-    "sts-15": ("STS15", "test", "spearman"),
-    "sts-16": ("STS16", "test", "spearman"),
-    "qnli": ("QNLI", "dev", "auc"),
-}
-ALL_EVAL_TASKS = tuple(EVAL_TASKS)
-FIT_ON = ("target", "nli")
 NLI_TASK = "allnli"
 
 
@@ -48,8 +35,8 @@ class ExperimentConfig:
     sentence_embedding_type: str, pooling name.
     max_seq_length: int.
     data_dir: str.
-    eval_tasks: tuple of EVAL_TASKS names.
-    fit_on: tuple of "target" / "nli"; empty for no flow.
+    eval_tasks: tuple of bert_flow_tf.data.EVAL_TASKS names.
+    fit_on: tuple of evaluation.FIT_ON ("target" / "nli"); empty for no flow.
     target_fit: FlowFitConfig of the target setting; nli_fit: of the NLI setting.
     flow_mode: "cached" or "faithful".
     use_full_for_training: bool, target sentences from train+dev+test (else train only).
@@ -78,11 +65,11 @@ class ExperimentConfig:
 
   def __post_init__(self):
     for task in self.eval_tasks:
-      if task not in EVAL_TASKS:
-        raise ValueError(f"unknown evaluation task {task!r}; allowed: {', '.join(EVAL_TASKS)}")
+      if task not in data.EVAL_TASKS:
+        raise ValueError(f"unknown evaluation task {task!r}; allowed: {', '.join(data.EVAL_TASKS)}")
     for where in self.fit_on:
-      if where not in FIT_ON:
-        raise ValueError(f"unknown fit_on {where!r}; allowed: {', '.join(FIT_ON)}")
+      if where not in evaluation.FIT_ON:
+        raise ValueError(f"unknown fit_on {where!r}; allowed: {', '.join(evaluation.FIT_ON)}")
     if self.flow_mode not in fit_flow_lib.MODES:
       raise ValueError(f"unknown flow_mode {self.flow_mode!r}; allowed: {', '.join(fit_flow_lib.MODES)}")
     for name in self.baselines:
@@ -184,9 +171,10 @@ class Experiment:
 
   def evaluate_task(self, task_name):
     """All methods on one evaluation task. Returns a list of Result."""
-    dataset, split, metric = EVAL_TASKS[task_name]
+    info = data.TASKS[task_name]
+    dataset, metric = info.label, info.metric
     task = data.load_task(task_name, self.config.data_dir)
-    subsets = getattr(task, split)
+    subsets = getattr(task, info.eval_split)
     with self.timer.stage("embed"):
       raw = [self.cache.embed_pairs(s) for s in subsets]
     spaces = [("none", None, raw)]
