@@ -5,6 +5,7 @@
 Flags keep the original run_siamese.py names where they exist. Outputs go to
 <output_parent_dir>/<exp_name>: results.json, results.md, isotropy.json, timings.json, flags.txt, flows/.
 """
+import dataclasses
 import os
 
 # TF's C++ start-up lines (CUDA probing on CPU machines, oneDNN notes) drown the progress; errors still raise.
@@ -16,24 +17,17 @@ from absl import logging
 
 import glow
 from bert_flow_tf.calibration import baselines
+from bert_flow_tf.cli import model_flags
 from bert_flow_tf.utils import io_utils
-from bert_flow_tf import loaders
 from bert_flow_tf.utils import logs
 from bert_flow_tf.modeling import pooling
-from bert_flow_tf.modeling import presets
 from bert_flow_tf import data
 from bert_flow_tf.experiment import Experiment, ExperimentConfig
 from bert_flow_tf.calibration.fit_flow import FlowFitConfig
 
 # Model: a directory / preset, or the original's three TF1 flags.
-flags.DEFINE_string("model_dir", presets.DEFAULT,
-                    "BERT directory (TF1 checkpoint, HF safetensors, TF-Hub encoder SavedModel) or preset name "
-                    f"({', '.join(presets.PRESETS)}). Ignored when --init_checkpoint is given.")
-flags.DEFINE_string("bert_config_file", None, "TF1: bert_config.json (with --vocab_file, --init_checkpoint).")
-flags.DEFINE_string("vocab_file", None, "TF1: vocab.txt; elsewhere overrides the model's vocab.")
-flags.DEFINE_string("init_checkpoint", None, "TF1: checkpoint prefix, e.g. .../bert_model.ckpt.")
-flags.DEFINE_bool("do_lower_case", None, "Lower-case input; unset: what the model's files say, else True.")
-flags.DEFINE_string("hub_preprocess_dir", None, "TF-Hub: a preprocess SavedModel holding the vocab.")
+model_flags.define_model_flags()
+flags.adopt_module_key_flags(model_flags)
 flags.DEFINE_integer("max_seq_length", 64, "Tokens per sentence including [CLS] and [SEP].")
 flags.DEFINE_string("sentence_embedding_type", "avg",
                     "Pooling: last-avg, last2avg, first-last-avg, emb-avg, emb-last-avg, cls, cls-raw, or the "
@@ -82,15 +76,14 @@ def _check_flags():
     raise app.UsageError(f"--task_name={FLAGS.task_name!r} is not one of {', '.join(data.EVAL_TASKS)}")
   if not os.path.isdir(FLAGS.data_dir):
     raise app.UsageError(f"--data_dir={FLAGS.data_dir!r} does not exist (README: Data)")
-  if FLAGS.init_checkpoint and not (FLAGS.bert_config_file and FLAGS.vocab_file):
-    raise app.UsageError("--init_checkpoint needs --bert_config_file and --vocab_file")
+  model_flags.model_kwargs(FLAGS)  # fails on incomplete TF1 files or two models
   for name in FLAGS.baselines:
     try:
       baselines.make_baseline(name)
     except ValueError as e:
       raise app.UsageError(f"--baselines: {e}") from e
   try:
-    pooling.resolve(FLAGS.sentence_embedding_type, num_layers=1000)
+    pooling.check_name(FLAGS.sentence_embedding_type)
   except ValueError as e:
     raise app.UsageError(f"--sentence_embedding_type: {e}") from e
 
@@ -113,14 +106,6 @@ def _exp_name():
   return f"{FLAGS.exp_name_prefix}_{FLAGS.task_name}_{model}_{FLAGS.sentence_embedding_type}_{flow}"
 
 
-def _load_model():
-  if FLAGS.init_checkpoint:
-    return loaders.load_tf1_files(FLAGS.bert_config_file, FLAGS.vocab_file, FLAGS.init_checkpoint,
-                                  True if FLAGS.do_lower_case is None else FLAGS.do_lower_case)
-  return loaders.load_model(FLAGS.model_dir, do_lower_case=FLAGS.do_lower_case, vocab_file=FLAGS.vocab_file,
-                            preprocess_dir=FLAGS.hub_preprocess_dir)
-
-
 def main(argv):
   logs.quiet_tensorflow()
   if len(argv) > 1:
@@ -134,11 +119,11 @@ def main(argv):
                              batch_size=FLAGS.train_batch_size, seed=FLAGS.seed,
                              save_checkpoints_steps=FLAGS.save_checkpoints_steps)
   config = ExperimentConfig(
-      model=_load_model(), sentence_embedding_type=FLAGS.sentence_embedding_type, data_dir=FLAGS.data_dir,
-      output_dir=output_dir, max_seq_length=FLAGS.max_seq_length, eval_tasks=_eval_tasks(),
+      model=model_flags.load_model_from_flags(FLAGS), sentence_embedding_type=FLAGS.sentence_embedding_type,
+      data_dir=FLAGS.data_dir, output_dir=output_dir, max_seq_length=FLAGS.max_seq_length, eval_tasks=_eval_tasks(),
       fit_on=tuple(FLAGS.fit_on) if FLAGS.flow else (), target_fit=target_fit,
-      nli_fit=FlowFitConfig(**{**target_fit.__dict__, "learning_rate": FLAGS.nli_flow_learning_rate,
-                               "num_train_epochs": FLAGS.nli_num_train_epochs}),
+      nli_fit=dataclasses.replace(target_fit, learning_rate=FLAGS.nli_flow_learning_rate,
+                                  num_train_epochs=FLAGS.nli_num_train_epochs),
       flow_mode=FLAGS.flow_mode, use_full_for_training=FLAGS.use_full_for_training,
       one_pass_full=FLAGS.one_pass_full, baselines=tuple(FLAGS.baselines),
       lexical_analysis=FLAGS.lexical_analysis,

@@ -1,0 +1,6 @@
+"""The entry points' shared flags: the only library package that defines absl flags; nothing else in the library
+imports it.
+
+  model_flags.py    --model_dir or the original's three TF1 files, and `load_model_from_flags`
+  config_flags.py   one flag per field of a config dataclass (its name, default and docstring help)
+"""
