@@ -15,25 +15,22 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 from absl import logging
 
+import glow
 from bert_flow_tf.calibration import baselines
+from bert_flow_tf.cli import model_flags
 from bert_flow_tf.utils import io_utils
-from bert_flow_tf import loaders
+from bert_flow_tf.utils import distribute
 from bert_flow_tf.utils import logs
 from bert_flow_tf.modeling import pooling
-from bert_flow_tf.modeling import presets
+from bert_flow_tf import data
 from bert_flow_tf.cli import engine_flags
-from bert_flow_tf.experiment import ALL_EVAL_TASKS, EVAL_TASKS, NLI_FLOW, ExperimentConfig, run_experiments
+from bert_flow_tf.experiment import NLI_FLOW, ExperimentConfig, run_experiments
 from bert_flow_tf.calibration.fit_flow import FlowFitConfig
 
 # Model: a directory / preset, or the original's three TF1 flags.
-flags.DEFINE_string("model_dir", presets.DEFAULT,
-                    "BERT directory (TF1 checkpoint, HF safetensors, TF-Hub encoder SavedModel) or preset name "
-                    f"({', '.join(presets.PRESETS)}). Ignored when --init_checkpoint is given.")
-flags.DEFINE_string("bert_config_file", None, "TF1: bert_config.json (with --vocab_file, --init_checkpoint).")
-flags.DEFINE_string("vocab_file", None, "TF1: vocab.txt; elsewhere overrides the model's vocab.")
-flags.DEFINE_string("init_checkpoint", None, "TF1: checkpoint prefix, e.g. .../bert_model.ckpt.")
-flags.DEFINE_bool("do_lower_case", None, "Lower-case input; unset: what the model's files say, else True.")
-flags.DEFINE_string("hub_preprocess_dir", None, "TF-Hub: a preprocess SavedModel holding the vocab.")
+model_flags.define_model_flags()
+flags.adopt_module_key_flags(model_flags)
+flags.adopt_module_key_flags(engine_flags)
 flags.DEFINE_integer("max_seq_length", 64, "Tokens per sentence including [CLS] and [SEP].")
 flags.DEFINE_list("sentence_embedding_type", ["avg"],
                   "Pooling, or a comma-separated list computed in one BERT pass (each pooling's outputs then go "
@@ -41,10 +38,10 @@ flags.DEFINE_list("sentence_embedding_type", ["avg"],
                     "original's avg, avg-last-N (blocks 1 and L..: avg-last-2 = first-last-avg), "
                     "avg-last-last-N, avg-last-concat-N. See bert_flow_tf/modeling/pooling.py.")
 # Data and evaluation.
-flags.DEFINE_string("task_name", "sts-b", f"Target task (one of {', '.join(EVAL_TASKS)}); evaluated by default.")
+flags.DEFINE_string("task_name", "sts-b", f"Target task (one of {', '.join(data.EVAL_TASKS)}); evaluated by default.")
 flags.DEFINE_string("data_dir", "data", "Folder with stsbenchmark/, SICK/, STS/, SNLI/, QNLI/ (README: Data).")
 flags.DEFINE_list("eval_tasks", None, f"Tasks to evaluate; default the --task_name; 'all' = "
-                  f"{','.join(ALL_EVAL_TASKS)}.")
+                  f"{','.join(data.EVAL_TASKS)}.")
 flags.DEFINE_list("baselines", [], "Calibrations fitted on the target sentences: whitening, whitening-K, sn, "
                   "natsv-K, sn+natsv-K.")
 flags.DEFINE_bool("lexical_analysis", False, "Table 6: similarity vs edit distance on STS-B dev.")
@@ -54,7 +51,7 @@ flags.DEFINE_list("fit_on", ["target"], "Where the flow is fitted: target (the t
 flags.DEFINE_enum("flow_mode", "cached", ["cached", "faithful"],
                   "cached: vectors computed once without dropout; faithful: BERT with dropout, recomputed "
                   "every step, as the original.")
-flags.DEFINE_string("flow_model_config", "config_l3_d3_w32", "Glow config name or JSON path (original default).")
+flags.DEFINE_string("flow_model_config", glow.DEFAULT_CONFIG, "Glow config name or JSON path (original default).")
 flags.DEFINE_enum("flow_init", "original", ["original", "ddi"], "ActNorm init: the original's or data-dependent.")
 flags.DEFINE_float("flow_learning_rate", 1e-3, "Target setting learning rate (constant).")
 flags.DEFINE_float("num_train_epochs", 1.0, "Target setting epochs.")
@@ -79,12 +76,11 @@ FLAGS = flags.FLAGS
 
 def _check_flags():
   """Fails at start, naming the flag, for values the run would trip on later."""
-  if FLAGS.task_name not in EVAL_TASKS:
-    raise app.UsageError(f"--task_name={FLAGS.task_name!r} is not one of {', '.join(EVAL_TASKS)}")
+  if FLAGS.task_name not in data.EVAL_TASKS:
+    raise app.UsageError(f"--task_name={FLAGS.task_name!r} is not one of {', '.join(data.EVAL_TASKS)}")
   if not os.path.isdir(FLAGS.data_dir):
     raise app.UsageError(f"--data_dir={FLAGS.data_dir!r} does not exist (README: Data)")
-  if FLAGS.init_checkpoint and not (FLAGS.bert_config_file and FLAGS.vocab_file):
-    raise app.UsageError("--init_checkpoint needs --bert_config_file and --vocab_file")
+  model_flags.model_kwargs(FLAGS)  # fails on incomplete TF1 files or two models
   for name in FLAGS.baselines:
     try:
       baselines.make_baseline(name)
@@ -92,7 +88,7 @@ def _check_flags():
       raise app.UsageError(f"--baselines: {e}") from e
   for name in FLAGS.sentence_embedding_type:
     try:
-      pooling.resolve(name, num_layers=1000)
+      pooling.check_name(name)
     except ValueError as e:
       raise app.UsageError(f"--sentence_embedding_type: {e}") from e
   if FLAGS.export_dir and len(FLAGS.sentence_embedding_type) > 1:
@@ -103,10 +99,10 @@ def _check_flags():
 def _eval_tasks():
   tasks = FLAGS.eval_tasks or [FLAGS.task_name]
   if tasks == ["all"]:
-    return ALL_EVAL_TASKS
+    return data.EVAL_TASKS
   for task in tasks:
-    if task not in EVAL_TASKS:
-      raise app.UsageError(f"--eval_tasks: {task!r} is not one of {', '.join(EVAL_TASKS)} or 'all'")
+    if task not in data.EVAL_TASKS:
+      raise app.UsageError(f"--eval_tasks: {task!r} is not one of {', '.join(data.EVAL_TASKS)} or 'all'")
   return tuple(tasks)
 
 
@@ -116,14 +112,6 @@ def _exp_name():
   flow = f"flow-{'+'.join(FLAGS.fit_on)}-{FLAGS.flow_mode}" if FLAGS.flow else "noflow"
   model = os.path.basename(os.path.normpath(FLAGS.init_checkpoint or FLAGS.model_dir))
   return f"{FLAGS.exp_name_prefix}_{FLAGS.task_name}_{model}_{'+'.join(FLAGS.sentence_embedding_type)}_{flow}"
-
-
-def _load_model():
-  if FLAGS.init_checkpoint:
-    return loaders.load_tf1_files(FLAGS.bert_config_file, FLAGS.vocab_file, FLAGS.init_checkpoint,
-                                  True if FLAGS.do_lower_case is None else FLAGS.do_lower_case)
-  return loaders.load_model(FLAGS.model_dir, do_lower_case=FLAGS.do_lower_case, vocab_file=FLAGS.vocab_file,
-                            preprocess_dir=FLAGS.hub_preprocess_dir)
 
 
 def main(argv):
@@ -139,8 +127,8 @@ def main(argv):
                              batch_size=FLAGS.train_batch_size, seed=FLAGS.seed,
                              save_checkpoints_steps=FLAGS.save_checkpoints_steps)
   strategy = engine_flags.strategy_from_flags()
-  with strategy.scope():  # the encoder's variables live on the strategy's devices
-    model = _load_model()
+  with distribute.variable_scope(strategy):
+    model = model_flags.load_model_from_flags(FLAGS)
   poolings = FLAGS.sentence_embedding_type
   configs = [ExperimentConfig(
       model=model, sentence_embedding_type=name, data_dir=FLAGS.data_dir,
@@ -165,7 +153,7 @@ def main(argv):
 
 def _export(experiment):
   from bert_flow_tf import export  # pylint: disable=g-import-not-at-top
-  dataset = EVAL_TASKS[FLAGS.task_name][0]
+  dataset = data.TASKS[FLAGS.task_name].label
   key = {"target": ("target", dataset), "nli": NLI_FLOW, "none": None}[FLAGS.export_flow]
   if key is not None and key not in experiment.flows:
     raise app.UsageError(f"--export_flow={FLAGS.export_flow}: no such flow was fitted in this run "

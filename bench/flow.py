@@ -20,7 +20,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf
 
-from glow import AdamWeightDecay, Glow, make_train_step
+from glow import AdamWeightDecay, DEFAULT_CONFIG, Glow, make_train_step
 
 
 def bench(config, dim, batch, steps, jit_compile):
@@ -48,7 +48,7 @@ def bench(config, dim, batch, steps, jit_compile):
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--config", default="config_l3_d3_w32", help="Glow config name or JSON path")
+  parser.add_argument("--config", default=DEFAULT_CONFIG, help="Glow config name or JSON path")
   parser.add_argument("--steps", type=int, default=200, help="timed steps per setting")
   parser.add_argument("--jit", action="store_true", help="compile the train step with XLA")
   args = parser.parse_args()

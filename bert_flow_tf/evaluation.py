@@ -12,12 +12,12 @@ import re
 import numpy as np
 import scipy.stats
 
+from bert_flow_tf.data import tasks
 from bert_flow_tf.utils import io_utils
 
-DATASETS = ("STS-B", "SICK-R", "STS12", "STS13", "STS14", "STS15", "STS16", "QNLI")
 METRICS = ("spearman", "auc")
 AGGREGATIONS = (None, "all", "mean", "wmean")
-FIT_ON = (None, "target", "nli")
+FIT_ON = ("target", "nli")  # where a calibration is fitted: the task's own sentences or NLI sentences
 _METHOD = re.compile(r"^(none|flow|whitening|sn|whitening-\d+|natsv-\d+|sn\+natsv-\d+)$")
 _METHOD_FORMS = '"none", "flow", "whitening", "whitening-K", "sn", "natsv-K", "sn+natsv-K"'
 
@@ -189,7 +189,7 @@ class Result:
   """One number of a results table.
 
   Attributes:
-    dataset: one of DATASETS.
+    dataset: one of bert_flow_tf.data.DATASETS.
     method: "none", "flow", "whitening", "whitening-K", "sn", "natsv-K" or "sn+natsv-K".
     fit_on: "target", "nli", or None (no calibration fitted, method "none").
     metric: "spearman" (STS, SICK-R) or "auc" (QNLI).
@@ -204,7 +204,8 @@ class Result:
   value: float
 
   def __post_init__(self):
-    checks = (("dataset", self.dataset in DATASETS, DATASETS), ("fit_on", self.fit_on in FIT_ON, FIT_ON),
+    checks = (("dataset", self.dataset in tasks.DATASETS, tasks.DATASETS),
+              ("fit_on", self.fit_on is None or self.fit_on in FIT_ON, (None,) + FIT_ON),
               ("metric", self.metric in METRICS, METRICS),
               ("aggregation", self.aggregation in AGGREGATIONS, AGGREGATIONS),
               ("method", isinstance(self.method, str) and _METHOD.match(self.method), _METHOD_FORMS))
@@ -220,11 +221,13 @@ def write_results_json(path, model, sentence_embedding_type, results):
   io_utils.write_text(path, json.dumps(payload, indent=2) + "\n")
 
 
-def _row_label(method, fit_on):
+def method_label(method, fit_on):
+  """A table row's name: "none", "flow (target)", "whitening (target)", ..."""
   return method if fit_on is None else f"{method} ({fit_on})"
 
 
-def _table(header, rows):
+def markdown_table(header, rows):
+  """One markdown table (no trailing newline) from a header and rows, each a list of cell strings."""
   lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
   lines += ["| " + " | ".join(r) + " |" for r in rows]
   return "\n".join(lines)
@@ -234,22 +237,23 @@ def results_markdown(results):
   """Paper-style markdown tables of `results` (values x 100, 2 decimals).
 
   The first table has one row per (method, fit_on), in order of first appearance, and one column per
-  dataset present (in DATASETS order): STS12-16 show the "all" aggregation, the others their single value
-  (aggregation None or "all"). A second table, when any exist, gives STS12-16 "mean" / "wmean".
+  dataset present (in bert_flow_tf.data.DATASETS order): STS12-16 show the "all" aggregation, the others their
+  single value (aggregation None or "all"). A second table, when any exist, gives STS12-16 "mean" / "wmean".
   Missing cells are "-".
   """
   rows = list(dict.fromkeys((r.method, r.fit_on) for r in results))
   main = {(r.method, r.fit_on, r.dataset): r.value for r in results if r.aggregation in (None, "all")}
-  datasets = [d for d in DATASETS if any(r.dataset == d and r.aggregation in (None, "all") for r in results)]
+  datasets = [d for d in tasks.DATASETS
+              if any(r.dataset == d and r.aggregation in (None, "all") for r in results)]
   cell = lambda v: "-" if v is None else f"{v:.2f}"
-  out = [_table(["method"] + datasets,
-                [[_row_label(m, f)] + [cell(main.get((m, f, d))) for d in datasets] for m, f in rows])]
+  out = [markdown_table(["method"] + datasets,
+                        [[method_label(m, f)] + [cell(main.get((m, f, d))) for d in datasets] for m, f in rows])]
   agg = {(r.method, r.fit_on, r.dataset, r.aggregation): r.value for r in results
          if r.aggregation in ("mean", "wmean")}
-  columns = [(d, a) for d in DATASETS for a in ("mean", "wmean")
+  columns = [(d, a) for d in tasks.DATASETS for a in ("mean", "wmean")
              if any(k[2] == d and k[3] == a for k in agg)]
   if columns:
-    out.append(_table(["method"] + [f"{d} {a}" for d, a in columns],
-                      [[_row_label(m, f)] + [cell(agg.get((m, f, d, a))) for d, a in columns]
-                       for m, f in rows]))
+    out.append(markdown_table(["method"] + [f"{d} {a}" for d, a in columns],
+                              [[method_label(m, f)] + [cell(agg.get((m, f, d, a))) for d, a in columns]
+                               for m, f in rows]))
   return "\n\n".join(out) + "\n"

@@ -23,19 +23,6 @@ from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 
-# Evaluation task name -> (dataset label in results, split evaluated, metric).
-EVAL_TASKS = {
-    "sts-b": ("STS-B", "test", "spearman"),
-    "sick-r": ("SICK-R", "test", "spearman"),
-    "sts-12": ("STS12", "test", "spearman"),
-    "sts-13": ("STS13", "test", "spearman"),
-    "sts-14": ("STS14", "test", "spearman"),
-    "sts-15": ("STS15", "test", "spearman"),
-    "sts-16": ("STS16", "test", "spearman"),
-    "qnli": ("QNLI", "dev", "auc"),
-}
-ALL_EVAL_TASKS = tuple(EVAL_TASKS)
-FIT_ON = ("target", "nli")
 NLI_TASK = "allnli"
 # Experiment.flows key of the flow fitted on NLI sentences; a target flow's key is ("target", dataset label).
 NLI_FLOW = ("nli", "NLI")
@@ -50,8 +37,8 @@ class ExperimentConfig:
     sentence_embedding_type: str, pooling name.
     max_seq_length: int.
     data_dir: str.
-    eval_tasks: tuple of EVAL_TASKS names.
-    fit_on: tuple of "target" / "nli"; empty for no flow.
+    eval_tasks: tuple of bert_flow_tf.data.EVAL_TASKS names.
+    fit_on: tuple of evaluation.FIT_ON ("target" / "nli"); empty for no flow.
     target_fit: FlowFitConfig of the target setting; nli_fit: of the NLI setting.
     flow_mode: "cached" or "faithful".
     use_full_for_training: bool, target sentences from train+dev+test (else train only).
@@ -86,11 +73,11 @@ class ExperimentConfig:
 
   def __post_init__(self):
     for task in self.eval_tasks:
-      if task not in EVAL_TASKS:
-        raise ValueError(f"unknown evaluation task {task!r}; allowed: {', '.join(EVAL_TASKS)}")
+      if task not in data.EVAL_TASKS:
+        raise ValueError(f"unknown evaluation task {task!r}; allowed: {', '.join(data.EVAL_TASKS)}")
     for where in self.fit_on:
-      if where not in FIT_ON:
-        raise ValueError(f"unknown fit_on {where!r}; allowed: {', '.join(FIT_ON)}")
+      if where not in evaluation.FIT_ON:
+        raise ValueError(f"unknown fit_on {where!r}; allowed: {', '.join(evaluation.FIT_ON)}")
     if self.flow_mode not in fit_flow_lib.MODES:
       raise ValueError(f"unknown flow_mode {self.flow_mode!r}; allowed: {', '.join(fit_flow_lib.MODES)}")
     for name in self.baselines:
@@ -167,7 +154,7 @@ class Experiment:
     c, pairsets = self.config, []
     for task_name in c.eval_tasks:
       task = self._task(task_name)
-      pairsets += getattr(task, EVAL_TASKS[task_name][1])
+      pairsets += getattr(task, data.TASKS[task_name].eval_split)
       # Faithful flows embed their own sentences every step; baselines always fit on stored vectors.
       if ("target" in c.fit_on and c.flow_mode == "cached") or c.baselines:
         pairsets += target_pairsets(task, c.use_full_for_training, c.one_pass_full)
@@ -224,9 +211,10 @@ class Experiment:
 
   def evaluate_task(self, task_name):
     """All methods on one evaluation task. Returns a list of Result."""
-    dataset, split, metric = EVAL_TASKS[task_name]
+    info = data.TASKS[task_name]
+    dataset, metric = info.label, info.metric
     task = self._task(task_name)
-    subsets = getattr(task, split)
+    subsets = getattr(task, info.eval_split)
     raw = [self._embed_pairs(s) for s in subsets]
     spaces = [("none", None, raw)]
     needs_target = "target" in self.config.fit_on or self.config.baselines

@@ -1,4 +1,5 @@
 """A Glow normalizing flow over `[batch, dim]` vectors, as BERT-flow uses it."""
+from glow.config import DEFAULT_CONFIG
 from glow.config import GlowConfig
 from glow.model import Glow
 from glow.optimization import AdamWeightDecay
@@ -7,5 +8,5 @@ from glow.optimization import create_optimizer
 from glow.training import make_train_step
 from glow.training import nll_loss
 
-__all__ = ["AdamWeightDecay", "Glow", "GlowConfig", "WarmupLinearDecay", "create_optimizer", "make_train_step",
-           "nll_loss"]
+__all__ = ["AdamWeightDecay", "DEFAULT_CONFIG", "Glow", "GlowConfig", "WarmupLinearDecay", "create_optimizer",
+           "make_train_step", "nll_loss"]

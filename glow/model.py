@@ -200,11 +200,6 @@ class Glow(keras.layers.Layer):
         x, _ = step.inverse(x)
     return x
 
-  def log_prob(self, x, training=False):
-    """log p(x) [B] in nats: log N(z; 0, I) + logdet."""
-    z, logdet = self(x, training=training)
-    return ops.standard_normal_logp(z) + logdet
-
   def nll(self, x, training=False, unit="bits"):
     """Negative log-likelihood per example and per dimension, the original's objective.
 

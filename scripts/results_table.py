@@ -6,27 +6,28 @@ STS12-16 show the "all" aggregation (subsets concatenated); values are Spearman 
 """
 import json
 import os
+import pathlib
 import sys
 
-DATASETS = ("STS-B", "SICK-R", "STS12", "STS13", "STS14", "STS15", "STS16", "QNLI")
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from bert_flow_tf import evaluation  # pylint: disable=g-import-not-at-top
+from bert_flow_tf.data import DATASETS
 
 
 def main(exp_dirs):
-  header = ["pooling", "method"] + list(DATASETS)
-  print("| " + " | ".join(header) + " |")
-  print("|" + "---|" * len(header))
+  rows = []
   for exp_dir in exp_dirs:
     with open(os.path.join(exp_dir, "results.json"), encoding="utf-8") as f:
       payload = json.load(f)
     cells = {}
     for r in payload["results"]:
       if r["aggregation"] in (None, "all"):
-        method = r["method"] if r["fit_on"] is None else f"{r['method']} ({r['fit_on']})"
-        cells.setdefault(method, {})[r["dataset"]] = r["value"]
+        cells.setdefault(evaluation.method_label(r["method"], r["fit_on"]), {})[r["dataset"]] = r["value"]
     for method, values in cells.items():
-      row = [payload["sentence_embedding_type"], method]
-      row += [f"{values[d]:.2f}" if d in values else "-" for d in DATASETS]
-      print("| " + " | ".join(row) + " |")
+      rows.append([payload["sentence_embedding_type"], method] +
+                  [f"{values[d]:.2f}" if d in values else "-" for d in DATASETS])
+  print(evaluation.markdown_table(["pooling", "method"] + list(DATASETS), rows))
 
 
 if __name__ == "__main__":

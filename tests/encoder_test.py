@@ -48,6 +48,19 @@ def test_dropout_only_in_training():
   assert np.abs(a - c).max() > 1e-3
 
 
+def test_get_config_round_trips_through_from_config():
+  encoder = BertEncoder(TINY, name="tiny_bert", dtype="float32")
+  inputs = _inputs([[1, 5, 6, 2]], [[1, 1, 1, 1]])
+  want = encoder(inputs)["pooled_output"].numpy()
+  config = encoder.get_config()
+  copy = BertEncoder.from_config(config)
+  assert copy.config == TINY and copy.name == "tiny_bert"
+  assert copy.get_config() == config
+  copy(inputs)
+  copy.set_weights(encoder.get_weights())
+  np.testing.assert_allclose(copy(inputs)["pooled_output"].numpy(), want, atol=1e-6)
+
+
 def test_gelu_variants_differ_and_match_formulas():
   x = tf.constant([-2.0, -0.5, 0.0, 0.7, 3.0])
   from scipy.special import erf

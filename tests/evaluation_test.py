@@ -1,5 +1,8 @@
 """Metrics against scipy and hand computations; aggregation; isotropy; edit distance; result writers."""
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -99,3 +102,21 @@ def test_result_validation_and_json(tmp_path):
   assert lines[2] == "| none | 47.29 | - | - |"
   assert lines[3] == "| flow (target) | - | 63.48 | - |"
   assert "| flow (target) | 60.00 |" in table
+
+
+def test_results_table_script_one_row_per_pooling_and_method(tmp_path):
+  for pooling, value in (("last-avg", 47.29), ("emb-avg", 55.5)):
+    results = [evaluation.Result("STS-B", "none", None, "spearman", None, value),
+               evaluation.Result("STS12", "flow", "target", "spearman", "all", 63.48),
+               evaluation.Result("STS12", "flow", "target", "spearman", "mean", 60.0)]
+    (tmp_path / pooling).mkdir()
+    evaluation.write_results_json(str(tmp_path / pooling / "results.json"), "m", pooling, results)
+  script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "results_table.py")
+  out = subprocess.run([sys.executable, script, str(tmp_path / "last-avg"), str(tmp_path / "emb-avg")],
+                       capture_output=True, text=True, check=True).stdout.splitlines()
+  assert out == ["| pooling | method | STS-B | SICK-R | STS12 | STS13 | STS14 | STS15 | STS16 | QNLI |",
+                 "|---|---|---|---|---|---|---|---|---|---|",
+                 "| last-avg | none | 47.29 | - | - | - | - | - | - | - |",
+                 "| last-avg | flow (target) | - | - | 63.48 | - | - | - | - | - |",
+                 "| emb-avg | none | 55.50 | - | - | - | - | - | - | - |",
+                 "| emb-avg | flow (target) | - | - | 63.48 | - | - | - | - | - |"]

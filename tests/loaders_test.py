@@ -193,6 +193,20 @@ def test_detect_format_and_load_model(tf1_dir, hub_dir):
                              tf1_model.encoder(_inputs())["pooled_output"].numpy(), rtol=0, atol=1e-6)
 
 
+def test_load_model_from_the_three_tf1_files(tf1_dir):
+  files = {"bert_config_file": str(tf1_dir / "bert_config.json"), "vocab_file": str(tf1_dir / "vocab.txt"),
+           "init_checkpoint": str(tf1_dir / "bert_model.ckpt")}
+  loaded = loaders.load_model(None, do_lower_case=False, **files)
+  assert (loaded.format, loaded.num_layers, loaded.do_lower_case, loaded.source) == (
+      "tf1", 2, False, files["init_checkpoint"])
+  np.testing.assert_allclose(loaded.encoder(_inputs())["pooled_output"].numpy(),
+                             loaders.load_model(str(tf1_dir)).encoder(_inputs())["pooled_output"].numpy(), atol=0)
+  with pytest.raises(ValueError, match="vocab_file=None"):
+    loaders.load_model(None, **{**files, "vocab_file": None})
+  with pytest.raises(ValueError, match="model_dir='all-minilm-l6-v2'.*not both"):
+    loaders.load_model("all-minilm-l6-v2", **files)
+
+
 def _stsb_sentences(data_dir, count):
   lines = (data_dir / "stsbenchmark" / "sts-dev.csv").read_text(encoding="utf-8").splitlines()
   sentences = []

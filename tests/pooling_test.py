@@ -32,6 +32,18 @@ def test_resolve_rejects(bad):
     pooling.resolve(bad, num_layers=12)
 
 
+@pytest.mark.parametrize("name", ["avg", "cls-raw", "avg-last-13", "avg-last-last-99", "avg-last-concat-1"])
+def test_check_name_accepts_names_for_some_model(name):
+  assert pooling.check_name(name) == name
+
+
+@pytest.mark.parametrize("bad, message", [("mean", "unknown sentence_embedding_type 'mean'; allowed: last-avg"),
+                                          ("avg-last-0", "N=0 must be >= 1"), ("last-3avg", "avg-last-N")])
+def test_check_name_rejects_naming_the_allowed(bad, message):
+  with pytest.raises(ValueError, match=message):
+    pooling.check_name(bad)
+
+
 def _outputs():
   rng = np.random.default_rng(0)
   hidden = [tf.constant(rng.normal(size=(2, 4, 3)), tf.float32) for _ in range(4)]  # layer 0..3

@@ -43,7 +43,7 @@ class FlowFitConfig:
   """How to fit the flow. Defaults are the paper's target setting.
 
   Attributes:
-    flow_model_config: str, a glow config name ("config_l3_d3_w32", the original's default) or a JSON path.
+    flow_model_config: str, a glow config name (default glow.DEFAULT_CONFIG, the original's) or a JSON path.
     init: str, "original" (the original's effective ActNorm init) or "ddi" (data-dependent, on the first batch).
     learning_rate: float, constant (1e-3 target, 2e-5 NLI in the paper).
     num_train_epochs: float (1.0 target, 0.15 NLI).
@@ -53,7 +53,7 @@ class FlowFitConfig:
     save_checkpoints_steps: int, checkpoint period in steps (and at the end).
     log_every_steps: int, TensorBoard and log period.
   """
-  flow_model_config: str = "config_l3_d3_w32"
+  flow_model_config: str = glow.DEFAULT_CONFIG
   init: str = "original"
   learning_rate: float = 1e-3
   num_train_epochs: float = 1.0

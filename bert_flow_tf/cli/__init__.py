@@ -1,4 +1,7 @@
-"""The entry points' shared flag groups: the only library package that defines absl flags.
+"""The entry points' shared flags: the only library package that defines absl flags; nothing else in the library
+imports it.
 
+  model_flags.py    --model_dir or the original's three TF1 files, and `load_model_from_flags`
+  config_flags.py   one flag per field of a config dataclass (its name, default and docstring help)
   engine_flags.py   where the work runs: --tpu, --num_gpus, --num_cpu_replicas, --use_xla, --static_shapes
 """

@@ -1,4 +1,5 @@
-"""Task registry: a task name of the original `run_siamese.py` -> its train/dev/test PairSets and label info.
+"""Task registry: a task name of the original `run_siamese.py` -> its reader (train/dev/test PairSets and label
+info) and, for the evaluation tasks, the dataset label, split and metric of the results tables.
 
   sts-b       STS-B train / dev / test (regression, labels 0-5).
   sick-r      SICK-R train / trial (as dev) / test (regression, labels 0-5 as the original; gold is 1-5).
@@ -9,6 +10,10 @@
   allnli      as the original: train = MNLI train + SNLI train + dev + test (where present); dev = MNLI dev.
   qnli        QNLI dev only, in `dev` (0/1 regression target as the original's "qnli-regression").
 """
+import dataclasses
+import functools
+from typing import Callable, Optional
+
 from absl import logging
 
 from bert_flow_tf.data import nli
@@ -16,8 +21,6 @@ from bert_flow_tf.data import pairs as pairs_lib
 from bert_flow_tf.data import qnli
 from bert_flow_tf.data import sts
 
-TASK_NAMES = ("sts-b", "sick-r", "sts-12", "sts-13", "sts-14", "sts-15", "sts-16", "sts-12-16", "snli",
-              "mnli", "allnli", "qnli")
 _ALIASES = {"qnli-regression": "qnli"}
 
 
@@ -40,6 +43,81 @@ def _optional(loader, data_dir):
     return {}
 
 
+# ---- one reader per task: (name, data_dir) -> Task ------------------------------------------------------------
+
+def _read_stsb(name, data_dir):
+  return _similarity_task(name, *([s] for s in sts.load_stsb(data_dir)))
+
+
+def _read_sick(name, data_dir):
+  return _similarity_task(name, *([s] for s in sts.load_sick(data_dir)))
+
+
+def _read_sts_years(name, data_dir, years):
+  subsets = [s for year in years for s in sts.load_sts_year(data_dir, year)]
+  return _similarity_task(name, subsets, subsets, subsets)
+
+
+def _read_snli(name, data_dir):
+  snli = nli.load_snli(data_dir)
+  return _nli_task(name, *([snli[k]] if k in snli else [] for k in nli.SNLI_SPLITS))
+
+
+def _read_mnli(name, data_dir):
+  mnli = nli.load_mnli(data_dir)
+  dev = [mnli[k] for k in ("dev_matched", "dev_mismatched") if k in mnli]
+  return _nli_task(name, [mnli["train"]] if "train" in mnli else [], dev, [])
+
+
+def _read_allnli(name, data_dir):
+  mnli = _optional(nli.load_mnli, data_dir)
+  snli = _optional(nli.load_snli, data_dir)
+  train = ([mnli["train"]] if "train" in mnli else []) + [snli[k] for k in nli.SNLI_SPLITS if k in snli]
+  dev = [mnli[k] for k in ("dev_matched", "dev_mismatched") if k in mnli]
+  if not train and not dev:
+    raise FileNotFoundError(f"allnli: neither SNLI nor MNLI files found under {data_dir}")
+  return _nli_task(name, train, dev, [])
+
+
+def _read_qnli(name, data_dir):
+  return pairs_lib.Task(name=name, train=[], dev=[qnli.load_qnli(data_dir)], test=[], is_regression=True,
+                        label_min=0., label_max=1., num_labels=1)
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskInfo:
+  """One entry of the registry.
+
+  Attributes:
+    reader: callable (name, data_dir) -> Task, every split of the task.
+    label: str or None. The dataset's name in results tables ("STS-B"); None for a task that is only trained
+      on (never evaluated by run_flow.py).
+    eval_split: str or None. The split evaluated: "test", or "dev" for QNLI (GLUE's test labels are private).
+    metric: str or None. "spearman" (of the cosine against the gold score) or "auc" (QNLI's 0/1 labels).
+  """
+  reader: Callable[[str, str], pairs_lib.Task]
+  label: Optional[str] = None
+  eval_split: Optional[str] = None
+  metric: Optional[str] = None
+
+
+# Task name -> TaskInfo: the one list of task names. Evaluation tasks are those with a label, in this order.
+TASKS = {
+    "sts-b": TaskInfo(_read_stsb, "STS-B", "test", "spearman"),
+    "sick-r": TaskInfo(_read_sick, "SICK-R", "test", "spearman"),
+    **{f"sts-{year}": TaskInfo(functools.partial(_read_sts_years, years=(year,)), f"STS{year}", "test",
+                               "spearman") for year in sts.STS_YEARS},
+    "sts-12-16": TaskInfo(functools.partial(_read_sts_years, years=sts.STS_YEARS)),
+    "snli": TaskInfo(_read_snli),
+    "mnli": TaskInfo(_read_mnli),
+    "allnli": TaskInfo(_read_allnli),
+    "qnli": TaskInfo(_read_qnli, "QNLI", "dev", "auc"),
+}
+TASK_NAMES = tuple(TASKS)
+EVAL_TASKS = tuple(name for name, info in TASKS.items() if info.label is not None)
+DATASETS = tuple(TASKS[name].label for name in EVAL_TASKS)  # the results' dataset labels, in table order
+
+
 def load_task(task_name, data_dir):
   """Loads every split of one task from a data root laid out like /work/shared/data.
 
@@ -55,30 +133,6 @@ def load_task(task_name, data_dir):
     ValueError: unknown task name. FileNotFoundError: a needed file is missing (the message names it).
   """
   name = _ALIASES.get(task_name.lower(), task_name.lower())
-  if name not in TASK_NAMES:
+  if name not in TASKS:
     raise ValueError(f"unknown task {task_name!r}; known tasks: {', '.join(TASK_NAMES)}")
-  if name == "sts-b":
-    return _similarity_task(name, *([s] for s in sts.load_stsb(data_dir)))
-  if name == "sick-r":
-    return _similarity_task(name, *([s] for s in sts.load_sick(data_dir)))
-  if name.startswith("sts-"):
-    years = sts.STS_YEARS if name == "sts-12-16" else (int(name[4:]),)
-    subsets = [s for year in years for s in sts.load_sts_year(data_dir, year)]
-    return _similarity_task(name, subsets, subsets, subsets)
-  if name == "snli":
-    snli = nli.load_snli(data_dir)
-    return _nli_task(name, *([snli[k]] if k in snli else [] for k in nli.SNLI_SPLITS))
-  if name == "mnli":
-    mnli = nli.load_mnli(data_dir)
-    dev = [mnli[k] for k in ("dev_matched", "dev_mismatched") if k in mnli]
-    return _nli_task(name, [mnli["train"]] if "train" in mnli else [], dev, [])
-  if name == "allnli":
-    mnli = _optional(nli.load_mnli, data_dir)
-    snli = _optional(nli.load_snli, data_dir)
-    train = ([mnli["train"]] if "train" in mnli else []) + [snli[k] for k in nli.SNLI_SPLITS if k in snli]
-    dev = [mnli[k] for k in ("dev_matched", "dev_mismatched") if k in mnli]
-    if not train and not dev:
-      raise FileNotFoundError(f"allnli: neither SNLI nor MNLI files found under {data_dir}")
-    return _nli_task(name, train, dev, [])
-  return pairs_lib.Task(name=name, train=[], dev=[qnli.load_qnli(data_dir)], test=[], is_regression=True,
-                        label_min=0., label_max=1., num_labels=1)
+  return TASKS[name].reader(name, data_dir)

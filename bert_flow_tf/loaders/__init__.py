@@ -36,16 +36,29 @@ def detect_format(model_dir):
                    "(TF1), config.json + model.safetensors (HF) or saved_model.pb (TF-Hub encoder)")
 
 
-def load_model(model_dir, do_lower_case=None, vocab_file=None, init_checkpoint=None, preprocess_dir=None):
-  """Loads the encoder in `model_dir` (a path or a preset name such as "all-minilm-l6-v2").
+def load_model(model_dir, do_lower_case=None, vocab_file=None, init_checkpoint=None, preprocess_dir=None,
+               bert_config_file=None):
+  """Loads the encoder in `model_dir` (a path or a preset name such as "all-minilm-l6-v2"), or the original's
+  three TF1 files.
 
   Args:
-    model_dir: str. Directory or preset name.
+    model_dir: str or None. Directory or preset name; None with `bert_config_file`.
     do_lower_case: bool or None. None reads it from the model files where they say, else True.
-    vocab_file: str or None. Overrides `<model_dir>/vocab.txt` (TF-Hub encoders keep theirs in assets/).
-    init_checkpoint: str or None. TF1 only: a checkpoint prefix other than `<model_dir>/bert_model.ckpt`.
+    vocab_file: str or None. Overrides `<model_dir>/vocab.txt` (TF-Hub encoders keep theirs in assets/);
+      required with `bert_config_file`.
+    init_checkpoint: str or None. TF1 only: a checkpoint prefix other than `<model_dir>/bert_model.ckpt`;
+      required with `bert_config_file`.
     preprocess_dir: str or None. TF-Hub only: a matching preprocess SavedModel whose assets hold the vocab.
+    bert_config_file: str or None. A TF1 `bert_config.json` read with `vocab_file` and `init_checkpoint`
+      instead of a directory (the original's `--bert_config_file --vocab_file --init_checkpoint`).
   """
+  if bert_config_file is not None or model_dir is None:
+    tf1 = {"bert_config_file": bert_config_file, "vocab_file": vocab_file, "init_checkpoint": init_checkpoint}
+    if model_dir is not None or None in tf1.values():
+      raise ValueError(f"give a model directory or preset (model_dir={model_dir!r}) or all three TF1 files "
+                       f"({', '.join(f'{k}={v!r}' for k, v in tf1.items())}), not both")
+    return load_tf1_files(bert_config_file, vocab_file, init_checkpoint,
+                          True if do_lower_case is None else do_lower_case)
   source = model_dir
   model_dir = presets.resolve(model_dir)
   fmt = detect_format(model_dir)

@@ -17,11 +17,6 @@ _HF_ACTIVATION_WORDS = {"gelu_erf": "gelu", "gelu_tanh": "gelu_new", "relu": "re
 _IGNORED_PREFIXES = ("embeddings.position_ids", "cls.", "qa_outputs.", "classifier.")
 
 
-def is_hf_dir(path):
-  return os.path.isfile(os.path.join(path, "config.json")) and (
-      os.path.isfile(os.path.join(path, "model.safetensors")))
-
-
 def _normalise_key(key):
   """Drops a "bert." model prefix and maps old gamma/beta LayerNorm names to weight/bias."""
   if key.startswith("bert."):

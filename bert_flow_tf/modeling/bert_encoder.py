@@ -5,6 +5,7 @@ Legend: B = batch size, S = sequence length, H = hidden size, L = number of tran
 import tensorflow as tf
 import tf_keras as keras
 
+from bert_flow_tf.modeling import config as bert_config
 from bert_flow_tf.modeling import layers
 
 
@@ -61,3 +62,9 @@ class BertEncoder(keras.layers.Layer):
 
   def get_config(self):
     return {**super().get_config(), "config": self.config.to_dict()}
+
+  @classmethod
+  def from_config(cls, config):
+    """The inverse of `get_config`: the BertConfig travels as a dict."""
+    config = dict(config)
+    return cls(bert_config.BertConfig(**config.pop("config")), **config)

@@ -52,6 +52,35 @@ class Pooling:
 
 NAMES = ("last-avg", "last2avg", "first-last-avg", "emb-avg", "emb-last-avg", "cls", "cls-raw", "avg",
          "avg-last-N", "avg-last-last-N", "avg-last-concat-N")
+_ORIGINAL_NAME = re.compile(r"avg-last-(last-|concat-)?(\d+)")
+
+
+def _fixed(num_layers):
+  """Name -> (layer numbers, mode) of the names without N, for a model of `num_layers` blocks."""
+  last = num_layers
+  return {
+      "last-avg": ((last,), "mean"), "avg": ((last,), "mean"),
+      "last2avg": ((last - 1, last), "mean"),
+      "first-last-avg": ((1, last), "mean"),
+      "emb-avg": ((0,), "mean"),
+      "emb-last-avg": ((0, last), "mean"),
+      "cls": ((last,), "cls-pooler"),
+      "cls-raw": ((last,), "cls-token"),
+  }
+
+
+def check_name(name):
+  """Returns `name` if it names a pooling for some model: N >= 1 (`resolve` checks N against the model).
+
+  Raises:
+    ValueError naming the bad value and the allowed ones.
+  """
+  match = _ORIGINAL_NAME.fullmatch(name)
+  if match and int(match.group(2)) < 1:
+    raise ValueError(f"{name}: N={int(match.group(2))} must be >= 1")
+  if not match and name not in _fixed(1):
+    raise ValueError(f"unknown sentence_embedding_type {name!r}; allowed: {', '.join(NAMES)} (N a number)")
+  return name
 
 
 def _original_blocks(n, num_layers):
@@ -67,28 +96,18 @@ def resolve(name, num_layers):
   Raises:
     ValueError naming the bad value and the allowed ones.
   """
-  last = num_layers
-  fixed = {
-      "last-avg": ((last,), "mean"), "avg": ((last,), "mean"),
-      "last2avg": ((last - 1, last), "mean"),
-      "first-last-avg": ((1, last), "mean"),
-      "emb-avg": ((0,), "mean"),
-      "emb-last-avg": ((0, last), "mean"),
-      "cls": ((last,), "cls-pooler"),
-      "cls-raw": ((last,), "cls-token"),
-  }
+  check_name(name)
+  fixed = _fixed(num_layers)
   if name in fixed:
     layer_ids, mode = fixed[name]
     return Pooling(name, layer_ids, mode)
-  match = re.fullmatch(r"avg-last-(last-|concat-)?(\d+)", name)
-  if match:
-    kind, n = match.group(1), int(match.group(2))
-    if kind == "last-":
-      if not 1 <= n <= num_layers:
-        raise ValueError(f"{name}: N={n} is outside 1..{num_layers}")
-      return Pooling(name, (num_layers + 1 - n,), "mean")
-    return Pooling(name, _original_blocks(n, num_layers), "concat" if kind else "mean")
-  raise ValueError(f"unknown sentence_embedding_type {name!r}; allowed: {', '.join(NAMES)} (N a number)")
+  kind, n = _ORIGINAL_NAME.fullmatch(name).groups()
+  n = int(n)
+  if kind == "last-":
+    if not 1 <= n <= num_layers:
+      raise ValueError(f"{name}: N={n} is outside 1..{num_layers}")
+    return Pooling(name, (num_layers + 1 - n,), "mean")
+  return Pooling(name, _original_blocks(n, num_layers), "concat" if kind else "mean")
 
 
 def quantities(pooling):

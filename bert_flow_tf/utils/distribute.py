@@ -75,6 +75,18 @@ def logical_cpus(n):
   return have[:n]
 
 
+def variable_scope(strategy):
+  """Where a model's variables are made for `strategy`: its scope on TPUs and GPUs (each device holds a copy).
+
+  Logical CPU replicas share one host memory: their variables stay plain (made outside the scope), which also
+  keeps XLA-compiled replica functions working (XLA cannot read a variable copy placed on another logical CPU).
+  """
+  if isinstance(strategy, tf.distribute.MirroredStrategy) and all(
+      "CPU" in d.upper() for d in strategy.extended.worker_devices):
+    return contextlib.nullcontext()
+  return strategy.scope()
+
+
 def is_tpu(strategy):
   return isinstance(strategy, tf.distribute.TPUStrategy)
 

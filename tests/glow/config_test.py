@@ -4,6 +4,7 @@ import logging
 
 import pytest
 
+from glow import DEFAULT_CONFIG
 from glow import GlowConfig
 from glow.config import config_names
 
@@ -50,6 +51,11 @@ def test_load_by_path_and_json_round_trip(tmp_path):
 def test_bad_values_fail_with_the_allowed_ones(values, message):
   with pytest.raises(ValueError, match=message):
     GlowConfig.from_dict(values)
+
+
+def test_default_config_is_a_shipped_one():
+  config = GlowConfig.load(DEFAULT_CONFIG)  # the original's --flow_model_config default
+  assert (config.n_levels, config.depth, config.coupling_width) == (3, 3, 32)
 
 
 def test_unknown_name_lists_the_shipped_ones():

@@ -1,0 +1,89 @@
+"""One flag per field of a config dataclass: the field's name, its default and, as help, its entry in the class
+docstring's Attributes section, so that a config and its command line cannot drift apart.
+
+  config_flags.define_config_flags(siamese.SiameseConfig, skip=...)   # at the entry point's top
+  config = config_flags.config_from_flags(siamese.SiameseConfig, FLAGS, model=...)   # in main
+"""
+import dataclasses
+import re
+
+from absl import flags
+
+# Field type -> flag kind; a tuple field is a comma-separated list flag.
+_DEFINERS = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer, float: flags.DEFINE_float,
+             str: flags.DEFINE_string, tuple: flags.DEFINE_list}
+_ENTRY = re.compile(r"^(\s*)([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*):\s*(.*)$")
+
+
+def attribute_docs(cls):
+  """Field name -> its text in the Google-style "Attributes:" section of `cls.__doc__`.
+
+  An entry may name several fields ("do_train, do_eval: bool."); they share its text. Continuation lines (indented
+  deeper than the entry) are joined with single spaces.
+  """
+  lines = (cls.__doc__ or "").splitlines()
+  starts = [i for i, line in enumerate(lines) if line.strip() == "Attributes:"]
+  if not starts:
+    return {}
+  section_indent = len(lines[starts[0]]) - len(lines[starts[0]].lstrip())
+  docs, current, entry_indent = {}, None, None
+  for line in lines[starts[0] + 1:]:
+    if not line.strip():
+      continue
+    indent = len(line) - len(line.lstrip())
+    if indent <= section_indent:
+      break
+    match = _ENTRY.match(line)
+    if match and (entry_indent is None or indent == entry_indent):
+      entry_indent = indent
+      current = [match.group(3).strip()]
+      for name in match.group(2).split(","):
+        docs[name.strip()] = current
+    elif current is not None:
+      current.append(line.strip())
+  return {name: " ".join(parts) for name, parts in docs.items()}
+
+
+def define_config_flags(cls, skip=(), defaults=None, flag_values=flags.FLAGS):
+  """Defines one flag per field of the dataclass `cls`, except those in `skip`.
+
+  Args:
+    cls: a dataclass whose fields are typed bool, int, float, str or tuple (of str) and documented in its
+      Attributes section.
+    skip: names of fields that get no flag (the caller fills them, e.g. from the model flags).
+    defaults: dict, field name -> the flag's default where it differs from the field's. Fields without a
+      default get None (mark their flags required).
+    flag_values: where to define them.
+
+  Raises:
+    TypeError: a field of another type. ValueError: a field without an Attributes entry, or an unknown name in
+      `skip` / `defaults`.
+  """
+  defaults = dict(defaults or {})
+  names = {f.name for f in dataclasses.fields(cls)}
+  unknown = sorted((set(skip) | set(defaults)) - names)
+  if unknown:
+    raise ValueError(f"{cls.__name__} has no field(s) {', '.join(unknown)}; its fields: {', '.join(sorted(names))}")
+  docs = attribute_docs(cls)
+  for field in dataclasses.fields(cls):
+    if field.name in skip:
+      continue
+    if field.type not in _DEFINERS:
+      raise TypeError(f"{cls.__name__}.{field.name}: type {field.type!r} has no flag kind; allowed: "
+                      f"{', '.join(t.__name__ for t in _DEFINERS)}")
+    if field.name not in docs:
+      raise ValueError(f"{cls.__name__}.{field.name} has no entry in the docstring's Attributes section")
+    default = defaults.get(field.name, None if field.default is dataclasses.MISSING else field.default)
+    if field.type is tuple and default is not None:
+      default = list(default)
+    _DEFINERS[field.type](field.name, default, docs[field.name], flag_values=flag_values)
+
+
+def config_from_flags(cls, flag_values, **values):
+  """`cls(**values, <every other field>=<its flag's value>)`; list flags become tuples."""
+  kwargs = dict(values)
+  for field in dataclasses.fields(cls):
+    if field.name not in kwargs:
+      value = flag_values[field.name].value
+      kwargs[field.name] = tuple(value) if field.type is tuple and value is not None else value
+  return cls(**kwargs)
