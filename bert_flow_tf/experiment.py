@@ -48,8 +48,9 @@ class ExperimentConfig:
     lexical_analysis: bool, the Table 6 edit-distance correlations on STS-B (dev, as the paper).
     output_dir: str; cache_dir: str or None (the embedding store's folder; None keeps vectors in memory);
       batch_size: int (encoding).
-    strategy: tf.distribute.Strategy or None (the default) for embedding; static_shapes, use_xla: bool (see
-      SentenceEmbedder). Cached-mode flows and baselines fit on the default device.
+    strategy: tf.distribute.Strategy or None (the default) for embedding and for faithful-mode flow fits;
+      static_shapes, use_xla: bool (see SentenceEmbedder, FaithfulPairs). Cached-mode flows and baselines fit on
+      the default device.
   """
   model: object
   sentence_embedding_type: str

@@ -7,9 +7,12 @@ permutation per epoch, a final partial batch carried into the next epoch), so a 
 from its checkpoint sees the same batches and ends at the same result as an uninterrupted one.
 
 Two ways to get the vectors:
-  cached    the embeddings computed once without dropout (`CachedPairs`): fast.
+  cached    the embeddings computed once without dropout (`CachedPairs`): fast. Fits on one device (the
+            default strategy: wherever TF places the ops); the flow is small and its step is cheap.
   faithful  BERT in training mode (dropout on), embeddings recomputed every step (`FaithfulPairs`), as the
-            original ran. BERT itself stays frozen.
+            original ran. BERT itself stays frozen. Each step runs under the embedder's tf.distribute strategy:
+            the host packs the B pairs, the replicas embed and score their share, the flow's gradients are
+            summed across replicas (see `FaithfulPairs.make_train_step`).
 
 Legend: B = pairs per batch, D = embedding width.
 """
@@ -69,13 +72,14 @@ class FlowDivergedError(FloatingPointError):
 
 
 class CachedPairs:
-  """Pairs as precomputed vectors. a, b: float32 [N, D]."""
+  """Pairs as precomputed vectors. a, b: float32 [N, D]. The fit runs on one device (the default strategy)."""
 
   def __init__(self, a, b):
     if a.shape != b.shape:
       raise ValueError(f"pair vectors differ in shape: a {a.shape}, b {b.shape}")
     self.a, self.b = np.asarray(a, np.float32), np.asarray(b, np.float32)
     self.dim = a.shape[1]
+    self.strategy = tf.distribute.get_strategy()
 
   def __len__(self):
     return len(self.a)
@@ -83,17 +87,37 @@ class CachedPairs:
   def batch(self, idx):
     return tf.constant(self.a[idx]), tf.constant(self.b[idx])
 
+  def make_train_step(self, flow, optimizer, batch_size):  # pylint: disable=unused-argument
+    """train_step(idx int [B]) -> loss: one step of `glow.make_train_step(pairs=True)` on these rows."""
+    train_step = glow.make_train_step(flow, optimizer, pairs=True)
+    return lambda idx: train_step(*self.batch(idx))
+
 
 class FaithfulPairs:
   """Pairs as sentences, embedded every step by BERT in training mode (dropout on), as the original did.
 
+  The sentences are tokenized once; each step packs its rows on the host (`[CLS] pieces [SEP]`, padded to the
+  shortest of `pipeline.static_lengths` that holds the longest sentence, a and b each their own), so no string
+  op runs on the replicas. Where the step runs:
+
+    default strategy, no XLA   on the host as before the strategies: BERT embeds a then b (one traced function
+                               called twice, so its dropout draws continue from a to b), then
+                               `glow.make_train_step(pairs=True)`. Earlier faithful fits reproduce.
+    any other strategy / XLA   one `strategy.run` per step: each replica embeds its B / R pairs (a and b), takes
+                               the flow NLL with `nll_loss(..., global_batch_size=B)` and applies the gradients,
+                               which the optimizer sums across replicas. B is padded to a multiple of R with
+                               repeated rows of weight 0. With use_xla the replica's forward and backward pass
+                               is XLA-compiled (the all-reduce and update run outside it).
+
   Args:
-    embedder: bert_flow_tf.embedding.embedder.SentenceEmbedder.
+    embedder: bert_flow_tf.embedding.embedder.SentenceEmbedder; its strategy, static_shapes and use_xla apply.
+      The flow and its optimizer are created under `embedder.strategy.scope()` by `fit_flow`.
     sentences_a, sentences_b: sequences of N str.
   """
 
   def __init__(self, embedder, sentences_a, sentences_b):
     self.embedder = embedder
+    self.strategy = embedder.strategy
     self.dim = embedder.dim
     self.n = len(sentences_a)
     self.pieces, self.lengths = embedder.tokenize(list(sentences_a) + list(sentences_b))
@@ -101,18 +125,81 @@ class FaithfulPairs:
     self._embed_training = tf.function(lambda w, m, t: embedder.embed_inputs(
         {"input_word_ids": w, "input_mask": m, "input_type_ids": t}, training=True),
         input_signature=[ids, ids, ids])
+    # The default strategy outside any scope: the host path. Anything else runs under strategy.run.
+    self.on_host = (not embedder.use_xla and self.strategy is tf.distribute.get_strategy()
+                    and not tf.distribute.has_strategy())
 
   def __len__(self):
     return self.n
 
-  def _embed(self, rows):
+  def _pack(self, rows):
+    """Packed inputs of sentences `rows` (of the 2N): dict of int32 [len(rows), S], S from static_lengths."""
     longest = int(self.lengths[rows].max())
     seq_length = next(b for b in pipeline.static_lengths(self.embedder.max_seq_length) if b >= longest)
     inputs = self.embedder.tokenizer.pack(tf.gather(self.pieces, rows), seq_length)
+    return {name: inputs[name] for name in pipeline.INPUT_NAMES}
+
+  def _embed(self, rows):
+    inputs = self._pack(rows)
     return self._embed_training(inputs["input_word_ids"], inputs["input_mask"], inputs["input_type_ids"])
 
   def batch(self, idx):
+    """(a, b) float32 [len(idx), D], embedded on the host with dropout (DDI init, the host path)."""
     return self._embed(idx), self._embed(idx + self.n)
+
+  def make_train_step(self, flow, optimizer, batch_size):
+    """train_step(idx int [B]) -> loss float32 scalar (bits/dim, before the update); B = batch_size.
+
+    Call under `self.strategy.scope()` (the optimizer builds its slots here), with `flow` and `optimizer` made
+    under that scope.
+    """
+    if self.on_host:
+      train_step = glow.make_train_step(flow, optimizer, pairs=True)
+      return lambda idx: train_step(*self.batch(idx))
+    if not bool(flow.initialized.numpy()):
+      raise ValueError(f"Glow {flow.name!r} (init={flow.init!r}) is not initialized: call "
+                       "flow.data_init(first_batch) before making the train step")
+    strategy, embedder = self.strategy, self.embedder
+    replicas = strategy.num_replicas_in_sync
+    rows = -(-batch_size // replicas) * replicas                  # B rounded up to a multiple of R
+    variables = flow.trainable_variables
+    optimizer.build(variables)
+
+    def forward_backward(a, b, weight):
+      """One replica's share: a, b dicts of int32 [B/R, S], weight float32 [B/R] (0 on padding rows)."""
+      x_a = embedder.embed_inputs(a, training=True)                # BERT is frozen: outside the tape
+      x_b = embedder.embed_inputs(b, training=True)
+      with tf.GradientTape() as tape:
+        loss = glow.nll_loss(flow.nll(x_a, training=True) * weight, flow.nll(x_b, training=True) * weight,
+                             global_batch_size=batch_size)
+      return loss, tape.gradient(loss, variables)
+
+    if embedder.use_xla:
+      forward_backward = tf.function(forward_backward, jit_compile=True, autograph=False)
+
+    def replica_step(a, b, weight):
+      loss, grads = forward_backward(a, b, weight)
+      optimizer.apply_gradients(zip(grads, variables))             # sums the replicas' gradients, then clips
+      return loss
+
+    # Static shapes: one trace per (S_a, S_b). Dynamic: shapes relax after the second one.
+    @tf.function(autograph=False, reduce_retracing=not embedder.static_shapes)
+    def distributed_step(a, b, weight):
+      losses = strategy.run(replica_step, args=(a, b, weight))
+      return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+
+    def split(values):
+      """Replica r gets rows [r * B/R, (r + 1) * B/R) of each [rows, ...] tensor."""
+      share = rows // replicas
+      return strategy.experimental_distribute_values_from_function(lambda ctx: tf.nest.map_structure(
+          lambda t: t[ctx.replica_id_in_sync_group * share:(ctx.replica_id_in_sync_group + 1) * share], values))
+
+    def train_step(idx):
+      padded = np.resize(idx, rows)                                # repeats idx's rows to fill B up to `rows`
+      weight = tf.constant((np.arange(rows) < len(idx)).astype(np.float32))
+      return distributed_step(split(self._pack(padded)), split(self._pack(padded + self.n)), split(weight))
+
+    return train_step
 
 
 def _build_flow(dim, config):
@@ -207,8 +294,10 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
     raise ValueError(f"{name}: {len(pairs)} pairs at batch_size {config.batch_size} x {config.num_train_epochs} "
                      "epochs is less than one step")
   order = order_lib.batch_order(len(pairs), config.batch_size, num_steps, config.seed)
-  flow = _build_flow(pairs.dim, config)
-  optimizer = glow.AdamWeightDecay(learning_rate=config.learning_rate, weight_decay_rate=config.weight_decay_rate)
+  with pairs.strategy.scope():  # mirrored variables under a distributed strategy; checkpoints read as plain ones
+    flow = _build_flow(pairs.dim, config)
+    optimizer = glow.AdamWeightDecay(learning_rate=config.learning_rate,
+                                     weight_decay_rate=config.weight_decay_rate)
   step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
   checkpoint = tf.train.Checkpoint(flow=flow, optimizer=optimizer, step=step)
   manager = tf.train.CheckpointManager(checkpoint, flow_dir, max_to_keep=2)
@@ -221,13 +310,14 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
   _write_info(flow_dir, pairs.dim, config, {"num_steps": num_steps, "steps_done": int(step), "complete": False,
                                             "provenance": provenance})
 
-  train_step = glow.make_train_step(flow, optimizer, pairs=True)
+  with pairs.strategy.scope():
+    train_step = pairs.make_train_step(flow, optimizer, config.batch_size)
   writer = tf.summary.create_file_writer(os.path.join(flow_dir, "tb"))
   progress = Progress(f"fitting {name}", num_steps, unit="step", min_total=200)
   progress.update(int(step))
   losses, start = [], tf.timestamp()
   while int(step) < num_steps:
-    loss = float(train_step(*pairs.batch(order[int(step)])))
+    loss = float(train_step(order[int(step)]))
     if not math.isfinite(loss):
       raise FlowDivergedError(f"{name}: flow loss is {loss} at step {int(step) + 1}; the last good checkpoint is "
                               f"{manager.latest_checkpoint or 'none (no step finished)'}")
