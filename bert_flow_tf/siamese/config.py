@@ -1,6 +1,7 @@
 """SiameseConfig: everything one siamese run needs, checked when it is built."""
 import dataclasses
 
+import glow
 from bert_flow_tf.siamese import data as siamese_data
 
 
@@ -9,35 +10,52 @@ class SiameseConfig:
   """Everything one `run` needs (run_siamese.py builds it from flags).
 
   Attributes:
-    task_name: str. A task of `bert_flow_tf.data.load_task` ("allnli", "snli", "sts-b", ...).
-    data_dir: str. The data root (as /work/shared/data).
-    output_dir: str. Checkpoints, export and results go here.
+    task_name: str. A task of `bert_flow_tf.data.TASKS`: allnli, snli, mnli, sts-b, sick-r, sts-12..sts-16,
+      sts-12-16, qnli.
+    data_dir: str. Data root holding SNLI/, MNLI/, stsbenchmark/, ... (as ../shared/data).
+    output_dir: str. Checkpoints, export/encoder, eval and prediction files. A rerun with the same output_dir
+      resumes from its latest checkpoint.
     model: str or None. A model directory (TF1, HF or TF-Hub) or preset name; None with `bert_config_file`.
-    bert_config_file, vocab_file, init_checkpoint: str or None. The original's TF1 flags (all three, or none).
-    do_lower_case: bool or None. None reads it from the model files.
-    train_splits: tuple of str from siamese_data.SPLITS, the task's splits to train on (("dev", "test") for
-      SNLI here).
-    sentence_embedding_type: str. A pooling name of `bert_flow_tf.modeling.pooling` ("avg" = "last-avg").
-    max_seq_length: int. Tokens per sentence with [CLS] and [SEP].
-    do_train, do_eval, do_predict, predict_pool: bool.
-    train_batch_size, eval_batch_size, predict_batch_size: int. Global batch sizes (pairs).
-    learning_rate: float. BERT's peak learning rate.
-    num_train_epochs: float.
-    warmup_proportion: float in [0, 1]. Share of the steps with linear warmup.
-    seed: int. Data order, label dropping, [MASK] positions and fresh weights.
-    save_checkpoints_steps, keep_checkpoint_max, log_every_step: int.
-    flow, flow_loss: bool. A Glow on the pooled vectors; train it on its own NLL with its own optimizer.
-    flow_learning_rate: float.
-    flow_model_config: str. A glow/configs name or JSON path.
-    num_examples: int. -1 all labelled, 0 none, N the first N (after a seeded shuffle).
-    dupe_factor: int >= 1.
-    l2_penalty: float. > 0 enables the penalty.
-    low_dim: int. > 0 averages the D dims down to low_dim chunks (D must be a multiple).
-    tpu: str or None. See `distribute.make_strategy`.
-    num_gpus: int.
-    use_mixed_precision, use_xla, static_shapes: bool. Static shapes pad every batch to max_seq_length
-      (forced on TPU); otherwise each batch is cut to its longest sentence. Mixed precision builds the encoder
-      under a mixed policy (the flow and the losses stay float32).
+    bert_config_file: str or None. TF1 bert_config.json (with vocab_file and init_checkpoint).
+    vocab_file: str or None. WordPiece vocab; overrides the model directory's.
+    init_checkpoint: str or None. TF1 checkpoint prefix, e.g. .../bert_model.ckpt.
+    do_lower_case: bool or None. Lower-case input; None: what the model files say (else True).
+    train_splits: tuple of str. The task's splits to train on, from train,dev,test. Here SNLI has no train
+      files: task_name=snli with train_splits=dev,test trains on SNLI dev+test.
+    sentence_embedding_type: str. Pooling: avg (= last-avg), cls, last2avg, first-last-avg, avg-last-N, ...
+      (bert_flow_tf.modeling.pooling).
+    max_seq_length: int. Tokens per sentence including [CLS] and [SEP].
+    do_train: bool. Fine-tune.
+    do_eval: bool. Dev split: loss, Pearson/Spearman x100 of the cosine, accuracy for NLI.
+    do_predict: bool. Test split: one cosine per pair in test_results.tsv.
+    predict_pool: bool. With do_predict: write the pair embeddings to test_pooled.jsonl.
+    train_batch_size: int. Global training batch (pairs).
+    eval_batch_size: int. Global eval batch (pairs).
+    predict_batch_size: int. Global predict batch (pairs).
+    learning_rate: float. BERT's peak learning rate (AdamWeightDecay).
+    num_train_epochs: float. Epochs over the training pairs.
+    warmup_proportion: float in [0, 1]. Share of steps with linear warmup; then linear decay to 0.
+    seed: int. Data order, label dropping, [MASK] positions, fresh weights.
+    save_checkpoints_steps: int. Checkpoint every this many steps.
+    keep_checkpoint_max: int. Checkpoints kept.
+    log_every_step: int. Log the losses every this many steps.
+    flow: bool. Put a Glow on the pooled embeddings (u, v become its outputs).
+    flow_loss: bool. Train the flow on its NLL with its own optimizer (needs flow).
+    flow_learning_rate: float. The flow optimizer's constant learning rate.
+    flow_model_config: str. A glow/configs name or JSON path (default glow.DEFAULT_CONFIG).
+    num_examples: int. -1: all pairs labelled; 0: no supervised loss; N: only N labelled (after a seeded
+      shuffle).
+    dupe_factor: int >= 1. Training copies per pair; copies 2.. get one random [MASK] piece.
+    l2_penalty: float. > 0: add l2_penalty * (|u| + |v|) to each pair's loss.
+    low_dim: int. > 0: average the D dims down to low_dim equal chunks (D must be a multiple).
+    tpu: str or None. Use a TPU: its name/address for TPUClusterResolver ('' on Colab, 'local' on a TPU VM);
+      None: no TPU (see `distribute.make_strategy`).
+    num_gpus: int. GPUs (MirroredStrategy for > 1); 0: the default strategy.
+    use_mixed_precision: bool. bfloat16 on TPU, float16 with loss scaling elsewhere; the encoder is built under
+      the mixed policy (the flow and the losses stay float32).
+    use_xla: bool. jit_compile the forward/backward pass.
+    static_shapes: bool. Pad every batch to max_seq_length (forced on TPU); otherwise each batch is cut to its
+      longest sentence.
   """
   task_name: str
   data_dir: str
@@ -67,7 +85,7 @@ class SiameseConfig:
   flow: bool = False
   flow_loss: bool = False
   flow_learning_rate: float = 1e-3
-  flow_model_config: str = "config_l3_d3_w32"
+  flow_model_config: str = glow.DEFAULT_CONFIG
   num_examples: int = -1
   dupe_factor: int = 1
   l2_penalty: float = 0.0
