@@ -24,10 +24,8 @@ from bert_flow_tf.utils import distribute
 
 def load_encoder(config):
   """loaders.LoadedModel from the config's model directory / preset, or from the three TF1 files."""
-  if config.bert_config_file is not None:
-    return loaders.load_tf1_files(config.bert_config_file, config.vocab_file, config.init_checkpoint,
-                                  True if config.do_lower_case is None else config.do_lower_case)
-  return loaders.load_model(config.model, do_lower_case=config.do_lower_case, vocab_file=config.vocab_file)
+  return loaders.load_model(config.model, do_lower_case=config.do_lower_case, vocab_file=config.vocab_file,
+                            init_checkpoint=config.init_checkpoint, bert_config_file=config.bert_config_file)
 
 
 class SiameseModel(tf.Module):
