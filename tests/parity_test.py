@@ -37,7 +37,6 @@ def outputs(model, reference):
                         "input_type_ids": tf.zeros_like(ids)})
 
 
-@pytest.mark.slow
 def test_fixture_covers_the_edge_cases(reference):
   lengths = reference["attention_mask"].sum(axis=1)
   assert reference["input_ids"].shape == (42, 64)
