@@ -170,7 +170,6 @@ def test_hub_training_flag_turns_dropout_on(hub_dir):
   assert all(g is not None for g in grads)
 
 
-@pytest.mark.slow
 def test_hub_vocab_lookup_order(tiny, tmp_path):
   encoder, _, vocab = tiny
   tfhub.save_hub_encoder(encoder, str(tmp_path / "bare"))
