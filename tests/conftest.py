@@ -24,9 +24,14 @@ def pytest_configure(config):
   tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * NUM_LOGICAL_CPUS)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def cpu_strategy():
-  """A MirroredStrategy with one replica on each logical CPU device (/cpu:0, /cpu:1)."""
+  """A MirroredStrategy with one replica on each logical CPU device (/cpu:0, /cpu:1), shared by the session.
+
+  Build no other MirroredStrategy over these devices in the test process: a second one starts its collective
+  instance keys where the first did, and its all-reduces then clash with the first's ("Shape mismatch in the
+  collective instance 100").
+  """
   import tensorflow as tf
   return tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(NUM_LOGICAL_CPUS)])
 

@@ -57,6 +57,7 @@ def _variables(flow):
   return [v.numpy() for v in flow.variables]
 
 
+@pytest.mark.slow
 def test_resume_after_crash_ends_where_an_uninterrupted_run_ends(tmp_path, tiny_config):
   pairs = _pairs()
   full, summary = fit_flow.fit_flow(pairs, tiny_config, str(tmp_path / "full"))

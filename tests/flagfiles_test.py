@@ -4,10 +4,14 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _PARSE_ALL = """
 import sys
+
+import pytest
 sys.path.insert(0, {repo!r})
 import {module} as script
 for path in sys.argv[1:]:
@@ -33,6 +37,7 @@ def _parse(module, paths):
   assert f"parsed {len(paths)}" in result.stdout
 
 
+@pytest.mark.slow
 def test_run_flow_flagfiles_parse():
   flow, _ = _flagfiles()
   assert any(p.endswith("minilm_stsb_flow_target.cfg") for p in flow)
@@ -45,6 +50,7 @@ def test_run_siamese_flagfiles_parse():
   _parse("run_siamese", siamese)
 
 
+@pytest.mark.slow
 def test_a_misspelt_flag_in_a_flagfile_fails(tmp_path):
   bad = tmp_path / "bad.cfg"
   bad.write_text("--flagfile=flags/minilm_paths.cfg\n--sentence_embeding_type=avg\n")

@@ -37,7 +37,6 @@ def outputs(model, reference):
                         "input_type_ids": tf.zeros_like(ids)})
 
 
-@pytest.mark.slow
 def test_fixture_covers_the_edge_cases(reference):
   lengths = reference["attention_mask"].sum(axis=1)
   assert reference["input_ids"].shape == (42, 64)
@@ -46,7 +45,6 @@ def test_fixture_covers_the_edge_cases(reference):
   assert reference["sentences"][lengths.argmin()] == ""
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", POOLINGS)
 def test_pooling_matches_transformers(name, model, outputs, reference):
   resolved = pooling.resolve(name, model.num_layers)
@@ -57,7 +55,6 @@ def test_pooling_matches_transformers(name, model, outputs, reference):
   assert diff <= TOLERANCE, f"{name}: max abs diff {diff:.2e} > {TOLERANCE}"
 
 
-@pytest.mark.slow
 def test_tokenizer_matches_transformers(model, reference):
   tok = tokenizer.BertTokenizer(model.vocab_file, model.do_lower_case, max_seq_length=64)
   packed = tok(tf.constant(reference["sentences"].tolist()))

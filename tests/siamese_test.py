@@ -130,6 +130,7 @@ def test_objectives_match_hand_computation(tiny, tmp_path):
                              rtol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("frozen", ["bert", "flow"])
 def test_joint_flow_optimizers_touch_only_their_module(tiny, tmp_path, frozen):
   import tensorflow as tf
@@ -153,6 +154,7 @@ def test_joint_flow_optimizers_touch_only_their_module(tiny, tmp_path, frozen):
   assert not {v.ref() for v in trainer.bert_vars} & {v.ref() for v in trainer.model.flow.trainable_variables}
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_to_the_same_weights(tiny, tmp_path):
   import tensorflow as tf
   from bert_flow_tf import loaders
@@ -181,6 +183,7 @@ def test_interrupted_run_resumes_to_the_same_weights(tiny, tmp_path):
     np.testing.assert_allclose(reader_a.get_tensor(name), reader_b.get_tensor(name), rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_eval_predict_and_export_roundtrip(tiny, tmp_path):
   from bert_flow_tf import loaders
   from bert_flow_tf import siamese
@@ -206,6 +209,7 @@ def test_eval_predict_and_export_roundtrip(tiny, tmp_path):
   np.testing.assert_allclose(np.array([r["embedding_a"] for r in rows]), a, atol=2e-6)
 
 
+@pytest.mark.slow
 def test_distribution_matches_single_device(tiny, tmp_path, cpu_strategy):
   """Two logical CPUs under MirroredStrategy vs the default strategy: same losses and weights."""
   import tensorflow as tf
@@ -231,6 +235,7 @@ def test_distribution_matches_single_device(tiny, tmp_path, cpu_strategy):
   assert max(np.abs(final_m[k] - init_m[k]).max() for k in final_m) > 1e-3  # the weights did move
 
 
+@pytest.mark.slow
 def test_mixed_precision_trains_like_float32(tiny, tmp_path):
   from bert_flow_tf import siamese
   model_dir, data_dir = tiny

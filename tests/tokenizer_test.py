@@ -151,7 +151,6 @@ def minilm_reference(minilm_dir):
   return tokenizer_lib.BertTokenizer(minilm_dir / "vocab.txt"), reference
 
 
-@pytest.mark.slow
 def test_matches_hf_reference_on_all_stsb_sentences(minilm_reference, data_dir):
   tok, reference = minilm_reference
   sentences = _stsb_sentences(data_dir)
@@ -173,7 +172,6 @@ def test_matches_hf_reference_on_all_stsb_sentences(minilm_reference, data_dir):
   np.testing.assert_array_equal(packed["input_mask"], want != 0)
 
 
-@pytest.mark.slow
 def test_matches_hf_reference_on_unicode_edge_cases(minilm_reference):
   tok, reference = minilm_reference
   sentences = ["ΚΎΡΙΟΣ ΣΑΣ κύριος", "I´m Tuesday´s", "Stallone™s naïve Ångström ﬁ ½", "a\x12b\u200bc\x00d\x85e",
