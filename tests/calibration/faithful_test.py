@@ -13,7 +13,6 @@ from bert_flow_tf.calibration import fit_flow
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.modeling.bert_encoder import BertEncoder
 from bert_flow_tf.modeling.config import BertConfig
-from bert_flow_tf.utils import distribute
 from tests.embedding.tiny_model import SENTENCES, VOCAB
 
 # 23 pairs; batches of 7 leave a padding row on 2 replicas; max_seq_length 32 gives two static lengths (16, 32).
@@ -49,10 +48,6 @@ def _embedder(folder, strategy=None, dropout=0.0, max_seq_length=MAX_SEQ_LENGTH,
     encoder.set_weights(reference)
   model = loaders.LoadedModel(encoder, 2, 16, str(folder / "vocab.txt"), True, str(folder), "hf", config)
   return SentenceEmbedder(model, "last-avg", max_seq_length, strategy=strategy, **kwargs)
-
-
-def _mirrored():
-  return tf.distribute.MirroredStrategy(distribute.logical_cpus(2))
 
 
 def _pairs(embedder):
@@ -97,9 +92,9 @@ def _one_device_fit(embedder, fit_config, flow_dir):
 
 
 def test_mirrored_fit_resumes_and_equals_one_device_fit_and_loads_without_the_strategy(folder, fit_config,
-                                                                                        tmp_path):
+                                                                                        tmp_path, cpu_strategy):
   flow_want, want = _one_device_fit(_embedder(folder), fit_config, str(tmp_path / "one_device"))
-  embedder = _embedder(folder, _mirrored())
+  embedder = _embedder(folder, cpu_strategy)
   with pytest.raises(_Crash):
     fit_flow.fit_flow(_CrashingPairs(embedder, crash_at=4), fit_config, str(tmp_path / "mirrored"))
   assert tf.train.latest_checkpoint(str(tmp_path / "mirrored")).endswith("ckpt-2")
@@ -113,20 +108,20 @@ def test_mirrored_fit_resumes_and_equals_one_device_fit_and_loads_without_the_st
   np.testing.assert_allclose(fit_flow.transform(loaded, x), fit_flow.transform(flow_want, x), atol=1e-4)
 
 
-def test_static_shapes_and_xla_under_mirrored_equal_one_device(folder, fit_config, tmp_path):
+def test_static_shapes_and_xla_under_mirrored_equal_one_device(folder, fit_config, tmp_path, cpu_strategy):
   # max_seq_length 16: one static length, so XLA compiles once.
   config = dataclasses.replace(fit_config, num_train_epochs=1.0)
   flow_want, want = _one_device_fit(_embedder(folder, max_seq_length=16), config, str(tmp_path / "one_device"))
-  pairs = _pairs(_embedder(folder, _mirrored(), max_seq_length=16, use_xla=True))
+  pairs = _pairs(_embedder(folder, cpu_strategy, max_seq_length=16, use_xla=True))
   assert pairs.embedder.static_shapes and not pairs.on_host
   flow, summary = fit_flow.fit_flow(pairs, config, str(tmp_path / "xla"))
   assert summary["num_steps"] == 3
   _assert_same_fit(summary, want, flow, flow_want)
 
 
-def test_mirrored_fit_with_dropout_runs_and_its_loss_falls(folder, fit_config, tmp_path):
+def test_mirrored_fit_with_dropout_runs_and_its_loss_falls(folder, fit_config, tmp_path, cpu_strategy):
   config = dataclasses.replace(fit_config, num_train_epochs=4.0, batch_size=8, save_checkpoints_steps=100)
-  flow, summary = fit_flow.fit_flow(_pairs(_embedder(folder, _mirrored(), dropout=0.1)), config,
+  flow, summary = fit_flow.fit_flow(_pairs(_embedder(folder, cpu_strategy, dropout=0.1)), config,
                                     str(tmp_path / "dropout"))
   assert summary["num_steps"] == 11 and summary["complete"]
   assert np.isfinite(summary["last_loss"]) and summary["mean_loss_last_10pct"] < 0.5 * summary["first_loss"]
