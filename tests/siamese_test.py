@@ -246,3 +246,29 @@ def test_mixed_precision_trains_like_float32(tiny, tmp_path):
   # Measured: max |mixed - float32| = 5e-4 over the 6 steps; float16 did run (the losses are not identical).
   np.testing.assert_allclose(mixed, full, rtol=0, atol=5e-3)
   assert np.abs(mixed - full).max() > 0
+
+
+@pytest.mark.parametrize("l2_penalty", [0.0, pytest.param(0.05, marks=pytest.mark.slow)])
+def test_no_labels_leaves_what_no_loss_reaches_bit_identical(tiny, tmp_path, l2_penalty):
+  """num_examples=0: the label loss is a constant, so the classifier gets no gradient and no weight decay; BERT
+  is untouched too unless the L2 penalty (added after the zeroed loss, as the original) reaches it."""
+  import tensorflow as tf
+  from bert_flow_tf import data as data_lib
+  from bert_flow_tf import siamese
+  model_dir, data_dir = tiny
+  config = tiny_config(model_dir, data_dir, str(tmp_path), num_examples=0, l2_penalty=l2_penalty,
+                       warmup_proportion=0.0, save_checkpoints_steps=100)
+  task = data_lib.load_task("snli", data_dir)
+  trainer = siamese.Trainer(config, task, tf.distribute.get_strategy(), num_train_steps=2)
+  encoder_before = [v.numpy() for v in trainer.model.encoder.trainable_variables]
+  classifier_before = trainer.model.output_weights.numpy()
+  flow_before = [v.numpy() for v in trainer.model.flow.trainable_variables]
+  history = trainer.train(task.dev)
+  assert history["losses"][0] == 0.0 if l2_penalty == 0 else history["losses"][0] > 0
+  np.testing.assert_array_equal(trainer.model.output_weights.numpy(), classifier_before)
+  same = {v.name: np.array_equal(b, v.numpy())
+          for b, v in zip(encoder_before, trainer.model.encoder.trainable_variables)}
+  pooler = [name for name in same if "pooler" in name]
+  assert len(pooler) == 2 and all(same[name] for name in pooler)  # avg pooling never reads the pooler
+  assert all(same.values()) if l2_penalty == 0 else not any(same[n] for n in same if n not in pooler)
+  assert not any(np.array_equal(b, v.numpy()) for b, v in zip(flow_before, trainer.model.flow.trainable_variables))

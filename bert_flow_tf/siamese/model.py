@@ -5,7 +5,7 @@ pooled vectors to z and u, v are the flow's outputs. Objectives (the original `r
   NLI (3 classes)  softmax cross-entropy of logits = [u, v, |u - v|] W^T, W [num_labels, 3D] drawn
                    truncated-normal(0.02), no bias.
   regression       (cos(u, v) - y')^2, y' = (y - label_min) / (label_max - label_min) in [0, 1].
-  num_examples     0: no supervised loss at all; N > 0: only N labelled pairs (drawn by seed), the rest count
+  num_examples     0: no label loss at all (no gradient reaches the classifier); N > 0: only N labelled pairs (drawn by seed), the rest count
                    as zero; -1: every pair labelled. The mean always runs over the whole batch, as the original.
   l2_penalty > 0   adds l2_penalty * (|u| + |v|) per pair.
   low_dim > 0      u, v become the means of low_dim equal chunks of their D dims: [B, low_dim].
@@ -110,9 +110,14 @@ class SiameseModel(tf.Module):
     return out
 
 
-def supervised_loss(out, l2_penalty):
-  """Per-pair loss with the optional L2 penalty on |u| + |v| (float32 [B])."""
-  loss = out["per_example_loss"]
+def supervised_loss(out, l2_penalty, labelled=True):
+  """Per-pair loss with the optional L2 penalty on |u| + |v| (float32 [B]).
+
+  With `labelled` False (`num_examples=0`) the label term is a constant 0 with no gradient path (the original's
+  `tf.zeros_like`), so variables reached only through it get no gradient at all; the penalty is still added after
+  it, as the original does.
+  """
+  loss = out["per_example_loss"] if labelled else tf.zeros(tf.shape(out["cos"]), tf.float32)
   if l2_penalty > 0:
     loss += l2_penalty * (tf.norm(out["embedding_a"], axis=-1) + tf.norm(out["embedding_b"], axis=-1))
   return loss

@@ -93,16 +93,14 @@ class Trainer:
     def gradients(batch):
       with tf.GradientTape(persistent=True) as tape:
         out = self.model(batch, training=True)
-        per_example = model_lib.supervised_loss(out, c.l2_penalty)
+        per_example = model_lib.supervised_loss(out, c.l2_penalty, labelled=c.num_examples != 0)
         loss = tf.reduce_sum(per_example) / global_batch
-        if c.num_examples == 0:
-          loss = tf.zeros_like(loss)
         if self.flow_optimizer is not None:
           flow_loss = glow.nll_loss(out["flow_nll_a"], out["flow_nll_b"], global_batch_size=c.train_batch_size)
         else:
           flow_loss = tf.zeros([], tf.float32)
         scaled = self.optimizer.get_scaled_loss(loss) if self.policy == "mixed_float16" else loss
-      grads = tape.gradient(scaled, self.bert_vars, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+      grads = tape.gradient(scaled, self.bert_vars)  # None where the loss does not reach a variable
       flow_grads = tape.gradient(flow_loss, flow_vars) if flow_vars else []
       return loss, flow_loss, grads, flow_grads
 
@@ -111,7 +109,10 @@ class Trainer:
     loss, flow_loss, grads, flow_grads = gradients(batch)
     if self.policy == "mixed_float16":
       grads = self.optimizer.get_unscaled_gradients(grads)
-    self.optimizer.apply_gradients(zip(grads, self.bert_vars))
+    # As the original's AdamWeightDecayOptimizer: a variable without a gradient is not updated (not even decayed).
+    connected = [(g, v) for g, v in zip(grads, self.bert_vars) if g is not None]
+    if connected:
+      self.optimizer.apply_gradients(connected)
     if flow_vars:
       self.flow_optimizer.apply_gradients(zip(flow_grads, flow_vars))
     return loss, flow_loss
