@@ -8,7 +8,8 @@ info) and, for the evaluation tasks, the dataset label, split and metric of the 
   snli        SNLI train (if present) / dev / test (3 classes).
   mnli        MNLI train / dev = [dev_matched, dev_mismatched] where present; test = [] (GLUE's is unlabelled).
   allnli      as the original: train = MNLI train + SNLI train + dev + test (where present); dev = MNLI dev.
-  qnli        QNLI dev only, in `dev` (0/1 regression target as the original's "qnli-regression").
+  qnli        QNLI dev, plus train and (unlabelled) test when present (0/1 regression target as the original's
+              "qnli-regression"); only dev is scored.
 """
 import dataclasses
 import functools
@@ -80,7 +81,8 @@ def _read_allnli(name, data_dir):
 
 
 def _read_qnli(name, data_dir):
-  return pairs_lib.Task(name=name, train=[], dev=[qnli.load_qnli(data_dir)], test=[], is_regression=True,
+  train, dev, test = qnli.load_qnli_splits(data_dir)
+  return pairs_lib.Task(name=name, train=train, dev=dev, test=test, is_regression=True,
                         label_min=0., label_max=1., num_labels=1)
 
 
