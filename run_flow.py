@@ -18,6 +18,7 @@ from absl import logging
 import glow
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.cli import model_flags
+from bert_flow_tf.loaders import tf1_flow
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf.utils import distribute
 from bert_flow_tf.utils import logs
@@ -70,7 +71,10 @@ flags.DEFINE_string("exp_name_prefix", "exp", "Prefix of the default experiment 
 flags.DEFINE_string("cached_dir", None, "Embedding cache; default <output_parent_dir>/cache; '' disables it.")
 flags.DEFINE_integer("predict_batch_size", 64, "Sentences per encoding batch.")
 flags.DEFINE_string("export_dir", None, "Write the servable SavedModels here (text/1 and ids/1).")
-flags.DEFINE_enum("export_flow", "target", ["target", "nli", "none"], "Which fitted flow the export chains.")
+flags.DEFINE_enum("export_flow", "target", ["target", "nli", "none", "init_checkpoint"],
+                  "Which flow the export chains: one fitted here, none, or init_checkpoint: the Glow stored in an "
+                  "original BERT-flow checkpoint (--init_checkpoint, its bert/flow/... variables; config read from "
+                  "them unless --flow_model_config is given), exported unchanged (use with --flow=false).")
 FLAGS = flags.FLAGS
 
 
@@ -91,6 +95,8 @@ def _check_flags():
       pooling.check_name(name)
     except ValueError as e:
       raise app.UsageError(f"--sentence_embedding_type: {e}") from e
+  if FLAGS.export_flow == "init_checkpoint" and not FLAGS.init_checkpoint:
+    raise app.UsageError("--export_flow=init_checkpoint reads the Glow from --init_checkpoint, which is not set")
   if FLAGS.export_dir and len(FLAGS.sentence_embedding_type) > 1:
     raise app.UsageError("--export_dir exports one pooling; --sentence_embedding_type lists "
                          f"{len(FLAGS.sentence_embedding_type)}")
@@ -154,11 +160,16 @@ def main(argv):
 def _export(experiment):
   from bert_flow_tf import export  # pylint: disable=g-import-not-at-top
   dataset = data.TASKS[FLAGS.task_name].label
-  key = {"target": ("target", dataset), "nli": NLI_FLOW, "none": None}[FLAGS.export_flow]
-  if key is not None and key not in experiment.flows:
-    raise app.UsageError(f"--export_flow={FLAGS.export_flow}: no such flow was fitted in this run "
-                         f"(--fit_on={','.join(FLAGS.fit_on)})")
-  paths = export.export_models(experiment.embedder, experiment.flows.get(key), FLAGS.export_dir, overwrite=True)
+  if FLAGS.export_flow == "init_checkpoint":
+    flow = tf1_flow.load_tf1_flow(FLAGS.init_checkpoint,
+                                  FLAGS.flow_model_config if FLAGS["flow_model_config"].present else None)
+  else:
+    key = {"target": ("target", dataset), "nli": NLI_FLOW, "none": None}[FLAGS.export_flow]
+    if key is not None and key not in experiment.flows:
+      raise app.UsageError(f"--export_flow={FLAGS.export_flow}: no such flow was fitted in this run "
+                           f"(--fit_on={','.join(FLAGS.fit_on)})")
+    flow = experiment.flows.get(key)
+  paths = export.export_models(experiment.embedder, flow, FLAGS.export_dir, overwrite=True)
   logging.info("exported %s (flow: %s): %s and %s", FLAGS.export_dir, FLAGS.export_flow, paths["text"],
                paths["ids"])
 

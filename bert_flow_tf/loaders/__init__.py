@@ -3,6 +3,7 @@
   loaded_model.py     LoadedModel: the encoder, its sizes, vocabulary and casing
   names.py            the one table: our variable names <-> TF1 checkpoint names <-> HF safetensors keys
   tf1_checkpoint.py   google-research TF1 checkpoints (read and write)
+  tf1_flow.py         the Glow of an original BERT-flow checkpoint (`bert/flow/...`) -> glow.Glow
   safetensors.py      HF-format directories with model.safetensors (read and write)
   tfhub.py            TF-Hub encoder SavedModels (read and write)
 """

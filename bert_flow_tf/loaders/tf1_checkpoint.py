@@ -9,19 +9,24 @@ exact erf GELU that HF models (MiniLM among them) use. `save_tf1_checkpoint` ref
 google's own code (and the original BERT-flow) rejects as an unsupported activation, instead of silently
 computing a different function.
 """
+import collections
 import json
 import os
 import shutil
 
 import tensorflow as tf
+from absl import logging
 
 from bert_flow_tf.modeling.config import BertConfig
 from bert_flow_tf.modeling.bert_encoder import BertEncoder
 from bert_flow_tf.loaders import names as names_lib
+from bert_flow_tf.loaders import tf1_flow
 
-# Checkpoint entries that are not encoder weights: Adam slots, the step counter, the pre-training heads.
+# Checkpoint entries that are not encoder weights, by kind: Adam slots, the step counter, the pre-training heads,
+# the NLI classifier of the original's run_siamese.py (it has no bias; "loss/output_bias" is BERT's
+# run_classifier.py), and the original's Glow (read by tf1_flow.py).
 _IGNORED_SUFFIXES = ("/adam_m", "/adam_v")
-_IGNORED_NAMES = ("global_step",)
+_IGNORED_NAMES = ("global_step", "loss/output_weights", "loss/output_bias")
 _IGNORED_PREFIXES = ("cls/",)
 
 # Our activation name -> the word written in bert_config.json. "gelu_erf" is ours, written only on request.
@@ -29,8 +34,17 @@ _GOOGLE_WORDS = {"gelu_tanh": "gelu", "relu": "relu", "tanh": "tanh"}
 EXACT_GELU_WORD = "gelu_erf"
 
 
-def _is_ignored(name):
-  return name in _IGNORED_NAMES or name.endswith(_IGNORED_SUFFIXES) or name.startswith(_IGNORED_PREFIXES)
+def _ignored_kind(name):
+  """Why `name` is not an encoder weight ("Adam slots", "global_step", ...), or None for an encoder weight."""
+  if name.endswith(_IGNORED_SUFFIXES):
+    return "Adam slots"
+  if name in _IGNORED_NAMES:
+    return name
+  if name.startswith(_IGNORED_PREFIXES):
+    return "pre-training heads (cls/)"
+  if name.startswith(tf1_flow.FLOW_PREFIX):
+    return f"the original's Glow ({tf1_flow.FLOW_PREFIX}, read only by the flow loader)"
+  return None
 
 
 def load_tf1_encoder(bert_config_file, init_checkpoint):
@@ -47,8 +61,9 @@ def load_tf1_encoder(bert_config_file, init_checkpoint):
   Raises:
     FileNotFoundError naming the missing config or `.index` file.
     ValueError listing every missing tensor, every shape mismatch (stored and model shapes) and every unused
-      tensor. Adam slots (`*/adam_m`, `*/adam_v`), `global_step` and the pre-training heads (`cls/...`) are
-      ignored; nothing else is.
+      tensor. Adam slots (`*/adam_m`, `*/adam_v`), `global_step`, the pre-training heads (`cls/...`), the
+      classifier (`loss/output_weights`, `loss/output_bias`) and the original BERT-flow's Glow (`bert/flow/...`,
+      see tf1_flow.py) are ignored, counted in one log line; nothing else is.
   """
   config = BertConfig.from_google_json(bert_config_file)
   index = init_checkpoint + ".index"
@@ -56,8 +71,16 @@ def load_tf1_encoder(bert_config_file, init_checkpoint):
     raise FileNotFoundError(f"TF1 checkpoint not found: {index} (init_checkpoint is the prefix, e.g. "
                             f"'.../bert_model.ckpt')")
   reader = tf.train.load_checkpoint(init_checkpoint)
-  tensors = {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
-             if not _is_ignored(name)}
+  ignored = collections.Counter()
+  tensors = {}
+  for name in reader.get_variable_to_shape_map():
+    kind = _ignored_kind(name)
+    if kind is None:
+      tensors[name] = reader.get_tensor(name)
+    else:
+      ignored[kind] += 1
+  if ignored:
+    logging.info("%s: ignored %s", init_checkpoint, "; ".join(f"{kind} ({n})" for kind, n in sorted(ignored.items())))
   encoder = BertEncoder(config).build_variables()
   names_lib.assign_strict(names_lib.weight_names(encoder), tensors, key=lambda n: n.tf1, source=init_checkpoint)
   return encoder, config
