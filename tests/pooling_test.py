@@ -16,6 +16,10 @@ from bert_flow_tf.modeling import pooling
     ("avg-last-1", (1,), "mean"),
     ("avg-last-last-2", (11,), "mean"),       # all_encoder_layers[-2]
     ("avg-last-concat-2", (1, 12), "concat"),
+    # N >= 10: the whole number, not only its last digit as the original's `int(name[-1])` read it.
+    ("avg-last-12", (1, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2), "mean"),
+    ("avg-last-10", (1, 12, 11, 10, 9, 8, 7, 6, 5, 4), "mean"),
+    ("avg-last-last-11", (2,), "mean"),
     ("emb-avg", (0,), "mean"),
     ("emb-last-avg", (0, 12), "mean"),
     ("cls", (12,), "cls-pooler"),

@@ -19,6 +19,11 @@ The original's `--sentence_embedding_type` values, with what its code computes:
   avg-last-last-N      block L-N+1 alone (`all_encoder_layers[-N]`).
   avg-last-concat-N    the same blocks as avg-last-N, concatenated (width N*H). Unreachable in the original, whose
                        prefix test for "avg-last-" catches it first; offered here with its loop's meaning.
+
+N is the whole number written (1..L). The original reads only the name's last character (`int(name[-1])`), so
+for N >= 10 it computed something else: avg-last-12 was its avg-last-2 (blocks 1 and L), avg-last-10 divided by
+zero, avg-last-last-10 took `all_encoder_layers[-0]` (block 1). We compute what the name says; to reproduce such
+an original run, give its last digit.
 """
 import dataclasses
 import re
