@@ -33,8 +33,8 @@ REQUIRED_TOKENS = (CLS_TOKEN, SEP_TOKEN, PAD_TOKEN, UNK_TOKEN)
 # agree on ASCII words (see the module notes in `BertTokenizer`).
 MAX_BYTES_PER_WORD = 100
 
-# Characters the HF normalizer removes: Cc except \t \n \r, Cf, Co, and U+FFFD. (Unassigned code points, which
-# HF also removes, have no RE2 class.)
+# Characters the HF normalizer removes: Cc except \t \n \r, Cf, Co, and U+FFFD. (It keeps unassigned code points,
+# U+0378 and U+FFFF among them, as we do; tests/tokenizer_hard_cases_test.py.)
 _CONTROL_CHARS = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\p{Cf}\p{Co}\x{fffd}]"
 # Rust's `char::is_whitespace` (the Unicode White_Space property) minus what `_CONTROL_CHARS` already removed.
 _WHITESPACE_CHARS = r"[\t\n\r\p{Zs}\x{2028}\x{2029}]"
@@ -105,7 +105,8 @@ class BertTokenizer(tf.Module):
 
   Known difference from Hugging Face: HF gives [UNK] to words over 100 characters, this tokenizer to words over
   100 UTF-8 bytes (after normalization). They agree on ASCII; they differ only for non-ASCII words of 26 to 100
-  characters. Unassigned code points are kept here (HF drops them).
+  characters. Unassigned code points are kept, as HF `tokenizers` 0.23 and the original do. The disagreements with
+  HF and with the original's Python WordPiece on hard text are listed in docs/tokenizer.md.
   """
 
   def __init__(self, vocab_file, do_lower_case=True, max_seq_length=64, name=None):
