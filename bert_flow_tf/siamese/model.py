@@ -5,9 +5,10 @@ pooled vectors to z and u, v are the flow's outputs. Objectives (the original `r
   NLI (3 classes)  softmax cross-entropy of logits = [u, v, |u - v|] W^T, W [num_labels, 3D] drawn
                    truncated-normal(0.02), no bias.
   regression       (cos(u, v) - y')^2, y' = (y - label_min) / (label_max - label_min) in [0, 1].
-  num_examples     0: no label loss at all (no gradient reaches the classifier); N > 0: only N labelled pairs (drawn by seed), the rest count
-                   as zero; -1: every pair labelled. The mean always runs over the whole batch, as the original.
-  l2_penalty > 0   adds l2_penalty * (|u| + |v|) per pair.
+  num_examples     0: no label loss at all (no gradient, so no update, reaches the classifier); N > 0: only N
+                   labelled pairs (drawn by seed), the rest count as zero; -1: every pair labelled. The mean
+                   always runs over the whole batch, as the original.
+  l2_penalty > 0   adds l2_penalty * (|u| + |v|) per pair (also with num_examples 0, as the original).
   low_dim > 0      u, v become the means of low_dim equal chunks of their D dims: [B, low_dim].
   flow loss        `glow.nll_loss` of the pooled vectors' NLLs: mean over a plus mean over b, in bits/dim.
 
