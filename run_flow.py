@@ -3,7 +3,8 @@
   python run_flow.py --flagfile=flags/minilm_stsb_flow_target.cfg
 
 Flags keep the original run_siamese.py names where they exist. Outputs go to
-<output_parent_dir>/<exp_name>: results.json, results.md, isotropy.json, timings.json, flags.txt, flows/.
+<output_parent_dir>/<exp_name>: results.json, results.md, isotropy.json, timings.json, flags.txt, flows/;
+with --analysis also table1.json, figure2_stsb_dev.png, isotropy_<dataset>.png, tb/ (projector).
 """
 import dataclasses
 import os
@@ -46,6 +47,9 @@ flags.DEFINE_list("eval_tasks", None, f"Tasks to evaluate; default the --task_na
 flags.DEFINE_list("baselines", [], "Calibrations fitted on the target sentences: whitening, whitening-K, sn, "
                   "natsv-K, sn+natsv-K.")
 flags.DEFINE_bool("lexical_analysis", False, "Table 6: similarity vs edit distance on STS-B dev.")
+flags.DEFINE_bool("analysis", False, "Also the paper's Table 1 (word-embedding matrix), Figure 2 (with Table 6), "
+                  "isotropy plots and TensorBoard projector files, into the experiment directory "
+                  "(bert_flow_tf/analysis/).")
 # Flow.
 flags.DEFINE_bool("flow", True, "Fit and evaluate the flow.")
 flags.DEFINE_list("fit_on", ["target"], "Where the flow is fitted: target (the task's own sentences), nli.")
@@ -145,7 +149,7 @@ def main(argv):
                                   num_train_epochs=FLAGS.nli_num_train_epochs),
       flow_mode=FLAGS.flow_mode, use_full_for_training=FLAGS.use_full_for_training,
       one_pass_full=FLAGS.one_pass_full, baselines=tuple(FLAGS.baselines),
-      lexical_analysis=FLAGS.lexical_analysis,
+      lexical_analysis=FLAGS.lexical_analysis, analysis=FLAGS.analysis,
       cache_dir=os.path.join(FLAGS.output_parent_dir, "cache") if FLAGS.cached_dir is None else FLAGS.cached_dir,
       batch_size=FLAGS.predict_batch_size, strategy=strategy,
       static_shapes=engine_flags.static_shapes_from_flags(strategy), use_xla=FLAGS.use_xla) for name in poolings]

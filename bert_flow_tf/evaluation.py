@@ -113,6 +113,27 @@ def sts_scores(subsets, predictions):
           "wmean": float(np.average(per_subset, weights=sizes))}
 
 
+def random_pair_cosines(emb, rng_seed=0, num_pairs=10000):
+  """Cosines between `num_pairs` random pairs of distinct rows (i != j; pairs drawn with replacement).
+
+  Args:
+    emb: array [N >= 2, D].
+    rng_seed: int.
+    num_pairs: int.
+
+  Returns:
+    float64 array [num_pairs].
+  """
+  x = np.asarray(emb, np.float64)
+  if x.ndim != 2 or x.shape[0] < 2:
+    raise ValueError(f"need [N >= 2, D] vectors, got shape {x.shape}")
+  n = x.shape[0]
+  rng = np.random.default_rng(rng_seed)
+  i = rng.integers(0, n, num_pairs)
+  j = (i + rng.integers(1, n, num_pairs)) % n  # j != i
+  return cosine(x[i], x[j])
+
+
 def isotropy(emb, rng_seed=0, num_pairs=10000):
   """A few numbers describing how anisotropic a set of sentence vectors is.
 
@@ -132,17 +153,12 @@ def isotropy(emb, rng_seed=0, num_pairs=10000):
         largest, so rank-deficient or constant-dimension data give 1e12, not inf).
   """
   x = np.asarray(emb, np.float64)
-  if x.ndim != 2 or x.shape[0] < 2:
-    raise ValueError(f"isotropy needs [N >= 2, D] vectors, got shape {x.shape}")
-  n = x.shape[0]
-  rng = np.random.default_rng(rng_seed)
-  i = rng.integers(0, n, num_pairs)
-  j = (i + rng.integers(1, n, num_pairs)) % n  # j != i
   mean = x.mean(axis=0)
+  cosines = random_pair_cosines(x, rng_seed, num_pairs)
   eig = np.clip(np.linalg.eigvalsh(np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1]))[::-1], 0., None)
   total = eig.sum()
   return {
-      "mean_cosine": float(cosine(x[i], x[j]).mean()),
+      "mean_cosine": float(cosines.mean()),
       "mean_norm_ratio": float(np.linalg.norm(mean) / np.linalg.norm(x, axis=1).mean()),
       "top1_variance": float(eig[:1].sum() / total),
       "top10_variance": float(eig[:10].sum() / total),

@@ -46,6 +46,8 @@ class ExperimentConfig:
       train = dev = test; the original saw each pair three times per epoch).
     baselines: tuple of baseline names (bert_flow_tf.calibration.baselines.make_baseline), fitted on the target sentences.
     lexical_analysis: bool, the Table 6 edit-distance correlations on STS-B (dev, as the paper).
+    analysis: bool, also the paper's Table 1, Figure 2 (with Table 6), isotropy plots and TensorBoard projector
+      files (bert_flow_tf/analysis/report.py; loads matplotlib and wordfreq only then).
     output_dir: str; cache_dir: str or None (the embedding store's folder; None keeps vectors in memory);
       batch_size: int (encoding).
     strategy: tf.distribute.Strategy or None (the default) for embedding and for faithful-mode flow fits;
@@ -66,6 +68,7 @@ class ExperimentConfig:
   one_pass_full: bool = False
   baselines: tuple = ()
   lexical_analysis: bool = False
+  analysis: bool = False
   cache_dir: object = None
   batch_size: int = 64
   strategy: object = None
@@ -132,7 +135,12 @@ class Experiment:
     self._tasks = {}
     self.isotropy = {}
     self.lexical = {}
+    self.lexical_similarities = {}  # Table 6's similarities on STS-B dev: name -> [N]
+    self.lexical_pairs = None       # ... and that PairSet
     self.flows = {}
+    self.calibrations = {}  # (baseline name, dataset label) -> the fitted baseline
+    self.spaces = {}  # with config.analysis: dataset -> (sentences [N], {space: float32 [N, D]}), as evaluated
+    self.analysis_markdown = ""
 
   # -- pieces ---------------------------------------------------------------------------------------------
   def _task(self, name):
@@ -159,7 +167,7 @@ class Experiment:
       # Faithful flows embed their own sentences every step; baselines always fit on stored vectors.
       if ("target" in c.fit_on and c.flow_mode == "cached") or c.baselines:
         pairsets += target_pairsets(task, c.use_full_for_training, c.one_pass_full)
-      if c.lexical_analysis and task_name == "sts-b":
+      if (c.lexical_analysis or c.analysis) and task_name == "sts-b":
         pairsets += task.dev
     if "nli" in c.fit_on and c.flow_mode == "cached":
       pairsets += self._task(NLI_TASK).train
@@ -209,6 +217,8 @@ class Experiment:
   def _diagnose(self, dataset, label, vectors):
     both = np.concatenate([np.concatenate([a, b]) for a, b in vectors])
     self.isotropy.setdefault(dataset, {})[label] = evaluation.isotropy(both)
+    if self.config.analysis:
+      self.spaces[dataset][1][label] = both.astype(np.float32)
 
   def evaluate_task(self, task_name):
     """All methods on one evaluation task. Returns a list of Result."""
@@ -236,27 +246,33 @@ class Experiment:
       with self.timer.stage("fit baselines"):
         for name in self.config.baselines:
           calibration = baselines.make_baseline(name).fit(fit_x)
+          self.calibrations[(calibration.name, dataset)] = calibration
           spaces.append((calibration.name, "target",
                          [(calibration.transform(a), calibration.transform(b)) for a, b in raw]))
     results = []
+    if self.config.analysis:
+      self.spaces[dataset] = ([t for s in subsets for t in (*s.sentences_a, *s.sentences_b)], {})
     with self.timer.stage("evaluate"):
       for method, fit_on, vectors in spaces:
         results += self._score(dataset, metric, subsets, vectors, method, fit_on)
         self._diagnose(dataset, method if fit_on is None else f"{method} ({fit_on})", vectors)
-    if self.config.lexical_analysis and task_name == "sts-b":
-      self._lexical(task, spaces)
+    if (self.config.lexical_analysis or self.config.analysis) and task_name == "sts-b":
+      self._lexical(task)
     return results
 
-  def _lexical(self, task, spaces):
-    """Table 6: Spearman between similarity and word edit distance on STS-B dev (gold, raw, flow)."""
+  def _lexical(self, task):
+    """Table 6: Spearman between similarity and word edit distance on STS-B dev (gold, raw, flows, baselines)."""
     dev = task.dev[0]
     a, b = self._embed_pairs(dev)
-    self.lexical["gold"] = evaluation.lexical_correlation(dev, dev.labels)
-    self.lexical["none"] = evaluation.lexical_correlation(dev, evaluation.cosine(a, b))
+    sims = {"gold": dev.labels, "none": evaluation.cosine(a, b)}
     for (fit_on, dataset), flow in self.flows.items():
       if (fit_on, dataset) in (NLI_FLOW, ("target", "STS-B")):
-        sims = evaluation.cosine(fit_flow_lib.transform(flow, a), fit_flow_lib.transform(flow, b))
-        self.lexical[f"flow ({fit_on})"] = evaluation.lexical_correlation(dev, sims)
+        sims[f"flow ({fit_on})"] = evaluation.cosine(fit_flow_lib.transform(flow, a), fit_flow_lib.transform(flow, b))
+    for (name, dataset), calibration in self.calibrations.items():
+      if dataset == "STS-B":
+        sims[f"{name} (target)"] = evaluation.cosine(calibration.transform(a), calibration.transform(b))
+    self.lexical_pairs, self.lexical_similarities = dev, sims
+    self.lexical = {name: evaluation.lexical_correlation(dev, s) for name, s in sims.items()}
 
   # -- the run --------------------------------------------------------------------------------------------
   def run(self):
@@ -265,6 +281,10 @@ class Experiment:
     for task_name in self.config.eval_tasks:
       logging.info("evaluating %s", task_name)
       results += self.evaluate_task(task_name)
+    if self.config.analysis:
+      from bert_flow_tf.analysis import report  # pylint: disable=g-import-not-at-top  (matplotlib: only when asked)
+      with self.timer.stage("analysis"):
+        self.analysis_markdown = report.write_analysis(self)
     self.write(results)
     return results
 
@@ -294,6 +314,8 @@ class Experiment:
     if self.lexical:
       lines += ["", "## Similarity vs word edit distance (STS-B dev, Spearman x100; paper Table 6)", "",
                 "| similarity | rho |", "|---|---|"] + [f"| {k} | {v:.2f} |" for k, v in self.lexical.items()]
+    if self.analysis_markdown:
+      lines += ["", self.analysis_markdown]
     lines += ["", "## Wall time per stage (s)", "", "| stage | seconds |", "|---|---|"]
     lines += [f"| {k} | {v:.1f} |" for k, v in self.timer.seconds.items()]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,63 @@
+"""Figure 2 and the isotropy plots: each is a valid PNG of the expected size; the numbers they show are exact."""
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bert_flow_tf import evaluation
+from bert_flow_tf.analysis import plots
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def png_size(path):
+  """(width, height) from a PNG's IHDR chunk; fails on anything that is not a PNG."""
+  data = path.read_bytes()
+  assert data[:8] == PNG_SIGNATURE and data[12:16] == b"IHDR", f"{path} is not a PNG"
+  return struct.unpack(">II", data[16:24])
+
+
+PAIRS = [("a man plays the guitar .", "a man plays a guitar ."), ("the dog runs", "a cat sleeps on the mat now"),
+         ("a b c d e f g h", "i j k l m n o p"), ("one", "one"), ("x y", "x y z w v u t")] * 8
+
+
+def test_figure2_is_a_png_with_one_panel_per_similarity_and_the_table6_numbers(tmp_path):
+  rng = np.random.default_rng(0)
+  sims = {"gold": rng.uniform(0, 5, len(PAIRS)), "none": rng.uniform(-1, 1, len(PAIRS)),
+          "flow (target)": rng.uniform(-1, 1, len(PAIRS))}
+  path = tmp_path / "figure2.png"
+  rhos = plots.similarity_vs_edit_distance(PAIRS, sims, str(path), title="test")
+  width, height = png_size(path)
+  assert (width, height) == (round(3 * 3.2 * plots.DPI), round(3.3 * plots.DPI))
+  assert path.stat().st_size > 10_000
+  assert rhos == {name: evaluation.lexical_correlation(PAIRS, s) for name, s in sims.items()}
+  with pytest.raises(ValueError, match="'none': 3 values for 40 pairs"):
+    plots.similarity_vs_edit_distance(PAIRS, {"none": [0., 1., 2.]}, str(tmp_path / "bad.png"))
+
+
+def test_isotropy_figure_is_a_png_and_overlays_spaces_of_any_width(tmp_path):
+  rng = np.random.default_rng(0)
+  cone = rng.normal(size=(300, 32)) + 5.                    # a common direction: BERT's narrow cone
+  spaces = {"none": cone, "flow (target)": rng.normal(size=(300, 32)), "whitening-8 (target)": cone[:, :8]}
+  path = tmp_path / "isotropy.png"
+  plots.isotropy_figure(spaces, str(path), title="test", num_pairs=500)
+  assert png_size(path) == (10 * plots.DPI, round(3.8 * plots.DPI))
+  assert path.stat().st_size > 10_000
+
+
+def test_spectrum_shares():
+  np.testing.assert_allclose(plots.spectrum_shares(np.eye(4) * 3.), [0.25] * 4)
+  rank_one = np.outer(np.arange(1., 6.), [1., 2., 3.])
+  np.testing.assert_allclose(plots.spectrum_shares(rank_one), [1., 0., 0.], atol=1e-12)
+
+
+@pytest.mark.slow
+def test_a_run_without_the_analysis_does_not_load_it():
+  # matplotlib itself is loaded by any `import tensorflow` once installed (Keras 3's keras.src.visualization
+  # tries `import matplotlib.pyplot`); what this package controls is that it loads none of its analysis code.
+  modules = ("bert_flow_tf.analysis.plots", "bert_flow_tf.analysis.report", "wordfreq")
+  code = f"import sys, run_flow; print(sorted(m for m in {modules!r} if m in sys.modules))"
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+  assert out.stdout.strip().splitlines()[-1] == "[]"
