@@ -55,9 +55,8 @@ def test_spectrum_shares():
 
 @pytest.mark.slow
 def test_a_run_without_the_analysis_does_not_load_it():
-  # matplotlib itself is loaded by any `import tensorflow` once installed (Keras 3's keras.src.visualization
-  # tries `import matplotlib.pyplot`); what this package controls is that it loads none of its analysis code.
-  modules = ("bert_flow_tf.analysis.plots", "bert_flow_tf.analysis.report", "wordfreq")
+  # Keras 3 would import matplotlib.pyplot with TensorFlow; bert_flow_tf sets TF_USE_LEGACY_KERAS so it is not.
+  modules = ("bert_flow_tf.analysis.plots", "bert_flow_tf.analysis.report", "wordfreq", "keras", "matplotlib")
   code = f"import sys, run_flow; print(sorted(m for m in {modules!r} if m in sys.modules))"
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
   assert out.stdout.strip().splitlines()[-1] == "[]"
