@@ -88,9 +88,15 @@ def serve_in(python, export_dir, ids, workdir, tag):
       raise RuntimeError(f"{python}: the session loader failed on the {kind} model:\n{result.stderr[-3000:]}")
     with np.load(out) as arrays:
       outputs.update({f"{kind}/{name}": arrays[name] for name in arrays.files})
+  by_model = {}  # "text/1" -> its indented report lines
+  for line in audit_lines:
+    if line.startswith("  ") and by_model:
+      by_model[list(by_model)[-1]].append(line.strip())
+    elif not line.startswith("servable:"):
+      by_model[line.split(":")[0]] = []
   summary = {"tf_version": str(outputs.pop("text/tf_version")), "audit_exit_status": audit.returncode,
-             "audit_oldest_serving": [line.strip() for line in audit_lines if "oldest TF Serving" in line],
-             "audit_problems": [line.strip() for line in audit_lines if "NOT SERVABLE" in line]}
+             "audit": {name: [line for line in lines if line.startswith(("oldest", "NOT SERVABLE"))]
+                       for name, lines in by_model.items()}}
   return summary, {k: v for k, v in outputs.items() if k.split("/")[1][0].isdigit()}
 
 
@@ -113,6 +119,7 @@ def main():
     this, this_out = serve_in(sys.executable, export_dir, ids, workdir, "this")
     other, other_out = serve_in(args.other_python, export_dir, ids, workdir, "other")
   report = {"this": this, "other": other, "sentences": len(SENTENCES),
+            "embeddings_max_abs": float(np.abs(this_out["text/0/embeddings"]).max()),
             "max_abs_diff_other_vs_this": {k: float(np.abs(other_out[k] - this_out[k]).max()) for k in this_out}}
   if want is not None:
     report["max_abs_diff_vs_in_process"] = {
