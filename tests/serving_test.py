@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_hub as hub
 import tf_keras as keras
+from tensorflow.core.protobuf import saved_model_pb2
 
 from bert_flow_tf import export
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
@@ -76,7 +77,7 @@ def test_op_audit_refuses_python_and_unregistered_ops(exported, tmp_path):
   copy = tmp_path / "unknown"
   shutil.copytree(exported["paths"]["ids"], copy)
   pb = copy / "saved_model.pb"
-  proto = op_audit.saved_model_pb2.SavedModel.FromString(pb.read_bytes())
+  proto = saved_model_pb2.SavedModel.FromString(pb.read_bytes())
   proto.meta_graphs[0].graph_def.library.function[0].node_def[0].op = "NoSuchOp"
   pb.write_bytes(proto.SerializeToString())
   audit = op_audit.audit_saved_model(str(copy))
