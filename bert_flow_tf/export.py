@@ -9,6 +9,10 @@
       serving_default: input_word_ids, input_mask, input_type_ids int32 [B, S] -> embeddings float32 [B, D]
   <export_dir>/export_info.json  model source, pooling, max_seq_length, do_lower_case, flow config, D.
 
+Each SavedModel carries TF Serving warm-up requests in `assets.extra/` (bert_flow_tf.serving.warmup). The text
+model's root is also callable (tf.string [B] -> float32 [B, D]), so `hub.KerasLayer(<export_dir>/text/<version>)`
+works without naming a signature.
+
 The text model pads each batch to its longest sentence (word pieces + [CLS] + [SEP]), capped at max_seq_length;
 longer sentences are cut as in `SentenceEmbedder`. Poolings mask the padding, so the padded length changes the
 result only by float rounding (well below 1e-5). With no flow the embedding is the pooled BERT vector; with a
@@ -28,8 +32,9 @@ import types
 import numpy as np
 import tensorflow as tf
 
-from bert_flow_tf.utils import io_utils
 from bert_flow_tf.modeling import pooling as pooling_lib
+from bert_flow_tf.serving import warmup
+from bert_flow_tf.utils import io_utils
 
 INFO_FILE = "export_info.json"
 _IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
@@ -69,11 +74,20 @@ class _IdsEmbedder(tf.Module):
 
 
 class _TextEmbedder(_IdsEmbedder):
-  """The ids embedder behind the in-graph tokenizer; the text SavedModel's root."""
+  """The ids embedder behind the in-graph tokenizer; the text SavedModel's root.
+
+  It follows TF-Hub's Reusable SavedModel API: a callable root plus `variables` and `trainable_variables`
+  saved as lists, which `hub.KerasLayer` adds as its weights.
+  """
+  # Plain attributes instead of tf.Module's computed properties, so that they are saved with the model.
+  variables = None
+  trainable_variables = None
 
   def __init__(self, embedder, flow):
     super().__init__(embedder, flow)
     self.tokenizer = embedder.tokenizer
+    self.variables = list(self.weights) + [self.do_lower_case, self.max_seq_length]
+    self.trainable_variables = [v for v in self.variables if v.trainable]
 
   def embed_text(self, sentences):
     """tf.string [B] -> float32 [B, D], each batch padded to its longest sentence (capped at max_seq_length)."""
@@ -86,6 +100,11 @@ class _TextEmbedder(_IdsEmbedder):
   @tf.function(input_signature=[_TEXT_SPEC])
   def serve_text(self, sentences):
     return {"embeddings": self.embed_text(sentences)}
+
+  @tf.function(input_signature=[_TEXT_SPEC])
+  def __call__(self, sentences):
+    """tf.string [B] -> float32 [B, D]; what `hub.KerasLayer` calls when given no signature."""
+    return self.embed_text(sentences)
 
   @tf.function(input_signature=[_TEXT_SPEC, _TEXT_SPEC])
   def serve_similarity(self, sentences_a, sentences_b):
@@ -127,9 +146,10 @@ def export_models(embedder, flow, export_dir, version=1, overwrite=False):
       raise FileExistsError(f"{path} exists; pass overwrite=True or choose another version")
   text = _TextEmbedder(embedder, flow)
   _save_atomically(text, paths["text"], {"serving_default": text.serve_text,
-                                         "similarity": text.serve_similarity})
+                                         "similarity": text.serve_similarity}, warmup.text_model_logs())
   ids = _IdsEmbedder(embedder, flow)
-  _save_atomically(ids, paths["ids"], {"serving_default": ids.serve_ids})
+  _save_atomically(ids, paths["ids"], {"serving_default": ids.serve_ids},
+                   warmup.ids_model_logs(embedder.tokenizer))
   info_path = os.path.join(export_dir, INFO_FILE)
   io_utils.write_text(info_path, json.dumps(export_info(embedder, flow, version), indent=2) + "\n")
   return dict(paths, info=info_path)
@@ -158,13 +178,14 @@ def export_info(embedder, flow, version):
   }
 
 
-def _save_atomically(module, path, signatures):
-  """tf.saved_model.save into a temporary sibling of `path`, then renames it onto `path`."""
+def _save_atomically(module, path, signatures, warmup_logs):
+  """tf.saved_model.save and the warm-up records into a temporary sibling of `path`, then renames it onto `path`."""
   parent = os.path.dirname(os.path.abspath(path))
   os.makedirs(parent, exist_ok=True)
   tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-")
   try:
     tf.saved_model.save(module, tmp, signatures=signatures)
+    warmup.write(tmp, warmup_logs)
     if os.path.exists(path):  # overwrite: move the old version aside, swap, then delete it
       old = tmp + "-old"
       os.replace(path, old)

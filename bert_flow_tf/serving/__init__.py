@@ -1,0 +1,7 @@
+"""What TF Serving needs from an export, checked without the server.
+
+  op_audit        every op of a SavedModel, where it is registered, the oldest TF Serving release that has them
+  warmup          the `assets.extra/tf_serving_warmup_requests` records (tensorflow-serving-api protos)
+  session_loader  loads a SavedModel as the model server does (TF1 session, `serve` tag, signature tensor names);
+                  imports only TensorFlow, so it also runs in another TF version's venv
+"""
