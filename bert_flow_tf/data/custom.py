@@ -112,8 +112,8 @@ def read_train(path, train_format="auto"):
   (lineno, line), rows = _first_row(path, _nonblank_lines(path))
   if train_format == "auto":
     train_format = "pairs" if "\t" in line else "lines"
-    logging.info("%s: read as %s (line %d %s a tab)", path, train_format, lineno,
-                 "holds" if train_format == "pairs" else "holds no")
+    logging.info("%s: read as %s (line %d has %s)", path, train_format, lineno,
+                 "a tab" if train_format == "pairs" else "no tab")
   name = f"{LABEL}/train"
   return _pair_lines(rows, name) if train_format == "lines" else _read_pairs(path, rows, name, min_fields=2)
 
