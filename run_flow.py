@@ -1,6 +1,7 @@
 """BERT-flow, unsupervised: embed sentences, fit the flow (and baselines), evaluate, export.
 
   python run_flow.py --flagfile=flags/minilm_stsb_flow_target.cfg
+  python run_flow.py --model_dir=all-minilm-l6-v2 --train_file=my_sentences.txt --eval_file=my_pairs.tsv
 
 Flags keep the original run_siamese.py names where they exist. Outputs go to
 <output_parent_dir>/<exp_name>: results.json, results.md, isotropy.json, timings.json, flags.txt, flows/;
@@ -50,6 +51,13 @@ flags.DEFINE_bool("lexical_analysis", False, "Table 6: similarity vs edit distan
 flags.DEFINE_bool("analysis", False, "Also the paper's Table 1 (word-embedding matrix), Figure 2 (with Table 6), "
                   "isotropy plots and TensorBoard projector files, into the experiment directory "
                   "(bert_flow_tf/analysis/).")
+flags.DEFINE_string("train_file", None, "Own sentences to fit the flow and baselines on: one per line, or a TSV of "
+                    "pairs (see --train_format; README: Your own sentences). Benchmarks then run only if "
+                    "--eval_tasks names them.")
+flags.DEFINE_enum("train_format", "auto", data.custom.TRAIN_FORMATS, "--train_file layout: lines, pairs "
+                  "(sentence1<TAB>sentence2[<TAB>score]), or auto (pairs if its first line holds a tab).")
+flags.DEFINE_string("eval_file", None, "Own scored pairs, sentence1<TAB>sentence2<TAB>score (optional header): "
+                    "the 'custom' column of the results; without --train_file the flow is fitted on them.")
 # Flow.
 flags.DEFINE_bool("flow", True, "Fit and evaluate the flow.")
 flags.DEFINE_list("fit_on", ["target"], "Where the flow is fitted: target (the task's own sentences), nli.")
@@ -86,7 +94,7 @@ def _check_flags():
   """Fails at start, naming the flag, for values the run would trip on later."""
   if FLAGS.task_name not in data.EVAL_TASKS:
     raise app.UsageError(f"--task_name={FLAGS.task_name!r} is not one of {', '.join(data.EVAL_TASKS)}")
-  if not os.path.isdir(FLAGS.data_dir):
+  if (_eval_tasks() or "nli" in FLAGS.fit_on) and not os.path.isdir(FLAGS.data_dir):
     raise app.UsageError(f"--data_dir={FLAGS.data_dir!r} does not exist (README: Data)")
   model_flags.model_kwargs(FLAGS)  # fails on incomplete TF1 files or two models
   for name in FLAGS.baselines:
@@ -107,6 +115,8 @@ def _check_flags():
 
 
 def _eval_tasks():
+  if FLAGS.eval_tasks is None and (FLAGS.train_file or FLAGS.eval_file):
+    return ()
   tasks = FLAGS.eval_tasks or [FLAGS.task_name]
   if tasks == ["all"]:
     return data.EVAL_TASKS
@@ -121,7 +131,9 @@ def _exp_name():
     return FLAGS.exp_name
   flow = f"flow-{'+'.join(FLAGS.fit_on)}-{FLAGS.flow_mode}" if FLAGS.flow else "noflow"
   model = os.path.basename(os.path.normpath(FLAGS.init_checkpoint or FLAGS.model_dir))
-  return f"{FLAGS.exp_name_prefix}_{FLAGS.task_name}_{model}_{'+'.join(FLAGS.sentence_embedding_type)}_{flow}"
+  own = FLAGS.train_file or FLAGS.eval_file
+  task = f"{data.custom.LABEL}-{os.path.splitext(os.path.basename(own))[0]}" if own else FLAGS.task_name
+  return f"{FLAGS.exp_name_prefix}_{task}_{model}_{'+'.join(FLAGS.sentence_embedding_type)}_{flow}"
 
 
 def main(argv):
@@ -129,6 +141,10 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   _check_flags()
+  try:
+    custom = data.custom.load_custom(FLAGS.train_file, FLAGS.eval_file, FLAGS.train_format)
+  except (ValueError, FileNotFoundError) as e:
+    raise app.UsageError(str(e)) from e
   output_dir = os.path.join(FLAGS.output_parent_dir, _exp_name())
   os.makedirs(output_dir, exist_ok=True)
   io_utils.write_text(os.path.join(output_dir, "flags.txt"), FLAGS.flags_into_string())
@@ -152,7 +168,8 @@ def main(argv):
       lexical_analysis=FLAGS.lexical_analysis, analysis=FLAGS.analysis,
       cache_dir=os.path.join(FLAGS.output_parent_dir, "cache") if FLAGS.cached_dir is None else FLAGS.cached_dir,
       batch_size=FLAGS.predict_batch_size, strategy=strategy,
-      static_shapes=engine_flags.static_shapes_from_flags(strategy), use_xla=FLAGS.use_xla) for name in poolings]
+      static_shapes=engine_flags.static_shapes_from_flags(strategy), use_xla=FLAGS.use_xla,
+      custom=custom) for name in poolings]
   experiments = run_experiments(configs)
   for experiment, _ in experiments:
     print(open(os.path.join(experiment.config.output_dir, "results.md"), encoding="utf-8").read())
@@ -163,7 +180,8 @@ def main(argv):
 
 def _export(experiment):
   from bert_flow_tf import export  # pylint: disable=g-import-not-at-top
-  dataset = data.TASKS[FLAGS.task_name].label
+  own = FLAGS.train_file or FLAGS.eval_file
+  dataset = data.custom.LABEL if own else data.TASKS[FLAGS.task_name].label
   if FLAGS.export_flow == "init_checkpoint":
     flow = tf1_flow.load_tf1_flow(FLAGS.init_checkpoint,
                                   FLAGS.flow_model_config if FLAGS["flow_model_config"].present else None)

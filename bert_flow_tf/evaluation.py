@@ -166,6 +166,57 @@ def isotropy(emb, rng_seed=0, num_pairs=10000):
   }
 
 
+# Mean random-pair cosine below which a space counts as already close to isotropic. A heuristic from two runs here
+# (README, Results): MiniLM `last-avg` (0.022) lost STS-B points to every target calibration, `emb-avg` (0.375)
+# gained 15.
+NEAR_ISOTROPIC_COSINE = 0.1
+
+
+def describe_isotropy(emb, what, max_rows=50000):
+  """`isotropy` of a set of vectors (a seeded sample of at most `max_rows`) and a one-line report of it, with a
+  caution when the space is already close to isotropic (mean random-pair cosine below NEAR_ISOTROPIC_COSINE).
+
+  Args:
+    emb: array [N, D] (N >= 2).
+    what: str, what the vectors are (e.g. "the custom fit sentences").
+    max_rows: int, the sample size for large N (the covariance is D x D; the cosine uses 10,000 pairs anyway).
+
+  Returns:
+    (iso: dict from `isotropy`, line: str, near_isotropic: bool).
+  """
+  emb = np.asarray(emb)
+  if len(emb) > max_rows:
+    emb = emb[np.random.default_rng(0).choice(len(emb), max_rows, replace=False)]
+  iso = isotropy(emb)
+  line = (f"isotropy of {what} ({len(emb)} vectors): mean cosine of random pairs {iso['mean_cosine']:.3f} "
+          f"(0 = isotropic), top principal direction {iso['top1_variance']:.1%} of the variance")
+  near = iso["mean_cosine"] < NEAR_ISOTROPIC_COSINE
+  if near:
+    line += (f"; below {NEAR_ISOTROPIC_COSINE}, the space is already close to isotropic, and a flow or whitening "
+             "may lower similarity quality: check on scored pairs (run_flow.py --eval_file)")
+  return iso, line, near
+
+
+def calibration_warnings(results):
+  """One line per calibrated score below the uncalibrated ("none") score of the same dataset and aggregation.
+
+  Args:
+    results: list of Result.
+
+  Returns:
+    list of str, e.g. "custom: flow (target) 80.96 < none 82.03 (spearman): this calibration lowers the score".
+  """
+  none = {(r.dataset, r.aggregation): r.value for r in results if r.method == "none"}
+  lines = []
+  for r in results:
+    base = none.get((r.dataset, r.aggregation))
+    if r.method != "none" and base is not None and r.value < base:
+      where = r.dataset if r.aggregation is None else f"{r.dataset} {r.aggregation}"
+      lines.append(f"{where}: {method_label(r.method, r.fit_on)} {r.value:.2f} < none {base:.2f} ({r.metric}): "
+                   "this calibration lowers the score; the uncalibrated vectors do better here")
+  return lines
+
+
 def edit_distance(a, b):
   """Word-level Levenshtein distance between two sentences (insert, delete, substitute cost 1).
 
@@ -205,7 +256,7 @@ class Result:
   """One number of a results table.
 
   Attributes:
-    dataset: one of bert_flow_tf.data.DATASETS.
+    dataset: one of bert_flow_tf.data.RESULT_DATASETS (a benchmark, or "custom": the user's --eval_file).
     method: "none", "flow", "whitening", "whitening-K", "sn", "natsv-K" or "sn+natsv-K".
     fit_on: "target", "nli", or None (no calibration fitted, method "none").
     metric: "spearman" (STS, SICK-R) or "auc" (QNLI).
@@ -220,7 +271,7 @@ class Result:
   value: float
 
   def __post_init__(self):
-    checks = (("dataset", self.dataset in tasks.DATASETS, tasks.DATASETS),
+    checks = (("dataset", self.dataset in tasks.RESULT_DATASETS, tasks.RESULT_DATASETS),
               ("fit_on", self.fit_on is None or self.fit_on in FIT_ON, (None,) + FIT_ON),
               ("metric", self.metric in METRICS, METRICS),
               ("aggregation", self.aggregation in AGGREGATIONS, AGGREGATIONS),
@@ -253,13 +304,13 @@ def results_markdown(results):
   """Paper-style markdown tables of `results` (values x 100, 2 decimals).
 
   The first table has one row per (method, fit_on), in order of first appearance, and one column per
-  dataset present (in bert_flow_tf.data.DATASETS order): STS12-16 show the "all" aggregation, the others their
+  dataset present (in bert_flow_tf.data.RESULT_DATASETS order): STS12-16 show the "all" aggregation, the others their
   single value (aggregation None or "all"). A second table, when any exist, gives STS12-16 "mean" / "wmean".
   Missing cells are "-".
   """
   rows = list(dict.fromkeys((r.method, r.fit_on) for r in results))
   main = {(r.method, r.fit_on, r.dataset): r.value for r in results if r.aggregation in (None, "all")}
-  datasets = [d for d in tasks.DATASETS
+  datasets = [d for d in tasks.RESULT_DATASETS
               if any(r.dataset == d and r.aggregation in (None, "all") for r in results)]
   cell = lambda v: "-" if v is None else f"{v:.2f}"
   out = [markdown_table(["method"] + datasets,

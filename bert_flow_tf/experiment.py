@@ -2,11 +2,16 @@
 
 For each evaluation dataset the sentence vectors are scored as they are ("none"), through a flow fitted on that
 dataset's own sentences ("target") and/or one flow fitted on NLI sentences ("nli"), and through the unsupervised
-baselines fitted on the same target sentences as the flow. Outputs in `output_dir`: results.json, results.md,
-isotropy.json, timings.json, flows/<fit_on>-<dataset>/ (checkpoints, flow.json, TensorBoard events).
+baselines fitted on the same target sentences as the flow. A user's own files (`config.custom`, see
+bert_flow_tf/data/custom.py) go the same way as one more dataset, "custom": calibrations fitted on the training
+file, scored on the evaluation file, with a warning for each calibration that lowers the score. Before a target
+fit, the isotropy of the fit sentences' vectors is logged (and kept in isotropy.json as "fit sentences").
+Outputs in `output_dir`: results.json, results.md, isotropy.json, timings.json, flows/<fit_on>-<dataset>/
+(checkpoints, flow.json, TensorBoard events), baselines/target-custom-<name>.npz (own data only).
 """
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import time
@@ -37,7 +42,9 @@ class ExperimentConfig:
     sentence_embedding_type: str, pooling name.
     max_seq_length: int.
     data_dir: str.
-    eval_tasks: tuple of bert_flow_tf.data.EVAL_TASKS names.
+    eval_tasks: tuple of bert_flow_tf.data.EVAL_TASKS names; may be empty when `custom` is given.
+    custom: bert_flow_tf.data.custom.CustomData or None: the user's own training pairs and scored pairs,
+      evaluated as the dataset "custom" after the eval_tasks (target flow and baselines fitted on its train).
     fit_on: tuple of evaluation.FIT_ON ("target" / "nli"); empty for no flow.
     target_fit: FlowFitConfig of the target setting; nli_fit: of the NLI setting.
     flow_mode: "cached" or "faithful".
@@ -74,8 +81,11 @@ class ExperimentConfig:
   strategy: object = None
   static_shapes: bool = False
   use_xla: bool = False
+  custom: object = None
 
   def __post_init__(self):
+    if not self.eval_tasks and self.custom is None:
+      raise ValueError("nothing to run: no evaluation task and no own data (custom)")
     for task in self.eval_tasks:
       if task not in data.EVAL_TASKS:
         raise ValueError(f"unknown evaluation task {task!r}; allowed: {', '.join(data.EVAL_TASKS)}")
@@ -134,11 +144,12 @@ class Experiment:
     self.timer = Timer()
     self._tasks = {}
     self.isotropy = {}
+    self.warnings = []
     self.lexical = {}
     self.lexical_similarities = {}  # Table 6's similarities on STS-B dev: name -> [N]
     self.lexical_pairs = None       # ... and that PairSet
     self.flows = {}
-    self.calibrations = {}  # (baseline name, dataset label) -> the fitted baseline
+    self.baselines = {}  # (dataset label, baseline name) -> the calibration fitted in this run
     self.spaces = {}  # with config.analysis: dataset -> (sentences [N], {space: float32 [N, D]}), as evaluated
     self.analysis_markdown = ""
 
@@ -151,27 +162,34 @@ class Experiment:
   def _embed_pairs(self, pairs):
     """(a [N, D], b [N, D]) for a PairSet, from the store."""
     with self.timer.stage("embed"):
-      vectors = self.store.vectors(list(pairs.sentences_a) + list(pairs.sentences_b), self.embedder.pooling)
+      vectors = self.store.vectors([*pairs.sentences_a, *pairs.sentences_b], self.embedder.pooling)
     return vectors[:len(pairs)], vectors[len(pairs):]
 
   def _pairs_vectors(self, pairsets):
     vectors = [self._embed_pairs(p) for p in pairsets]
     return np.concatenate([a for a, _ in vectors]), np.concatenate([b for _, b in vectors])
 
-  def sentences(self):
-    """Every sentence this experiment embeds (evaluation sets, target fit sets, NLI fit set), with repeats."""
+  def _fit_vectors_stored(self):
+    """Whether target fits read stored vectors (faithful flows embed their own sentences every step; baselines
+    always fit on stored vectors)."""
+    return ("target" in self.config.fit_on and self.config.flow_mode == "cached") or bool(self.config.baselines)
+
+  def pairsets(self):
+    """Every PairSet whose sentences this experiment embeds (evaluation sets, target and NLI fit sets)."""
     c, pairsets = self.config, []
     for task_name in c.eval_tasks:
       task = self._task(task_name)
       pairsets += getattr(task, data.TASKS[task_name].eval_split)
-      # Faithful flows embed their own sentences every step; baselines always fit on stored vectors.
-      if ("target" in c.fit_on and c.flow_mode == "cached") or c.baselines:
+      if self._fit_vectors_stored():
         pairsets += target_pairsets(task, c.use_full_for_training, c.one_pass_full)
       if (c.lexical_analysis or c.analysis) and task_name == "sts-b":
         pairsets += task.dev
+    if c.custom is not None:
+      pairsets += (c.custom.train if self._fit_vectors_stored() else []) + \
+          ([c.custom.eval] if c.custom.eval is not None else [])
     if "nli" in c.fit_on and c.flow_mode == "cached":
       pairsets += self._task(NLI_TASK).train
-    return [s for p in pairsets for s in (*p.sentences_a, *p.sentences_b)]
+    return pairsets
 
   def _fit(self, fit_on, label, pairsets, fit_config):
     flow_dir = os.path.join(self.config.output_dir, "flows", f"{fit_on}-{label}")
@@ -220,35 +238,39 @@ class Experiment:
     if self.config.analysis:
       self.spaces[dataset][1][label] = both.astype(np.float32)
 
-  def evaluate_task(self, task_name):
-    """All methods on one evaluation task. Returns a list of Result."""
-    info = data.TASKS[task_name]
-    dataset, metric = info.label, info.metric
-    task = self._task(task_name)
-    subsets = getattr(task, info.eval_split)
-    raw = [self._embed_pairs(s) for s in subsets]
-    spaces = [("none", None, raw)]
-    needs_target = "target" in self.config.fit_on or self.config.baselines
-    fit_sets = target_pairsets(task, self.config.use_full_for_training, self.config.one_pass_full) \
-        if needs_target else []
-    if "target" in self.config.fit_on:
-      flow = self._fit("target", dataset, fit_sets, self.config.target_fit)
+  def _report_isotropy(self, dataset, fit_sets):
+    """Logs (and keeps in isotropy.json) the isotropy of the fit sentences' vectors, before fitting."""
+    iso, line, near = evaluation.describe_isotropy(
+        np.concatenate(self._pairs_vectors(fit_sets)),
+        f"the {dataset} fit sentences, {self.embedder.pooling.name}")
+    self.isotropy.setdefault(dataset, {})["fit sentences"] = iso
+    (logging.warning if near else logging.info)("%s", line)
+
+  def _calibrations(self, dataset, fit_sets):
+    """Fits every asked calibration of one dataset: list of (method, fit_on, transform [N, D] -> [N, D'])."""
+    c, out = self.config, []
+    if fit_sets and self._fit_vectors_stored():
+      self._report_isotropy(dataset, fit_sets)
+    if "target" in c.fit_on:
+      flow = self._fit("target", dataset, fit_sets, c.target_fit)
       self.flows[("target", dataset)] = flow
-      spaces.append(("flow", "target", [(fit_flow_lib.transform(flow, a), fit_flow_lib.transform(flow, b))
-                                        for a, b in raw]))
-    if "nli" in self.config.fit_on:
-      flow = self.nli_flow()
-      spaces.append(("flow", "nli", [(fit_flow_lib.transform(flow, a), fit_flow_lib.transform(flow, b))
-                                     for a, b in raw]))
-    if self.config.baselines:
-      fit_a, fit_b = self._pairs_vectors(fit_sets)
-      fit_x = np.concatenate([fit_a, fit_b])
+      out.append(("flow", "target", functools.partial(fit_flow_lib.transform, flow)))
+    if "nli" in c.fit_on:
+      out.append(("flow", "nli", functools.partial(fit_flow_lib.transform, self.nli_flow())))
+    if c.baselines:
+      fit_x = np.concatenate(self._pairs_vectors(fit_sets))
       with self.timer.stage("fit baselines"):
-        for name in self.config.baselines:
+        for name in c.baselines:
           calibration = baselines.make_baseline(name).fit(fit_x)
-          self.calibrations[(calibration.name, dataset)] = calibration
-          spaces.append((calibration.name, "target",
-                         [(calibration.transform(a), calibration.transform(b)) for a, b in raw]))
+          self.baselines[(dataset, calibration.name)] = calibration
+          out.append((calibration.name, "target", calibration.transform))
+    return out
+
+  def _evaluate(self, dataset, metric, subsets, calibrations):
+    """Scores the raw vectors of `subsets` and each calibration of them. Returns a list of Result."""
+    raw = [self._embed_pairs(s) for s in subsets]
+    spaces = [("none", None, raw)] + [(method, fit_on, [(transform(a), transform(b)) for a, b in raw])
+                                      for method, fit_on, transform in calibrations]
     results = []
     if self.config.analysis:
       self.spaces[dataset] = ([t for s in subsets for t in (*s.sentences_a, *s.sentences_b)], {})
@@ -256,8 +278,35 @@ class Experiment:
       for method, fit_on, vectors in spaces:
         results += self._score(dataset, metric, subsets, vectors, method, fit_on)
         self._diagnose(dataset, method if fit_on is None else f"{method} ({fit_on})", vectors)
+    return results
+
+  def evaluate_task(self, task_name):
+    """All methods on one evaluation task. Returns a list of Result."""
+    info = data.TASKS[task_name]
+    task = self._task(task_name)
+    needs_target = "target" in self.config.fit_on or self.config.baselines
+    fit_sets = target_pairsets(task, self.config.use_full_for_training, self.config.one_pass_full) \
+        if needs_target else []
+    results = self._evaluate(info.label, info.metric, getattr(task, info.eval_split),
+                             self._calibrations(info.label, fit_sets))
     if (self.config.lexical_analysis or self.config.analysis) and task_name == "sts-b":
       self._lexical(task)
+    return results
+
+  def evaluate_custom(self):
+    """The user's own data: calibrations fitted on its training pairs (baselines saved to baselines/), scored
+    on its evaluation pairs when there are some, with a warning per calibration that lowers the score."""
+    custom, label = self.config.custom, data.custom.LABEL
+    calibrations = self._calibrations(label, custom.train)
+    for (dataset, name), calibration in self.baselines.items():
+      if dataset == label:
+        calibration.save(os.path.join(self.config.output_dir, "baselines", f"target-{label}-{name}.npz"))
+    if custom.eval is None:
+      return []
+    results = self._evaluate(label, "spearman", [custom.eval], calibrations)
+    for line in evaluation.calibration_warnings(results):
+      logging.warning("%s", line)
+      self.warnings.append(line)
     return results
 
   def _lexical(self, task):
@@ -268,7 +317,7 @@ class Experiment:
     for (fit_on, dataset), flow in self.flows.items():
       if (fit_on, dataset) in (NLI_FLOW, ("target", "STS-B")):
         sims[f"flow ({fit_on})"] = evaluation.cosine(fit_flow_lib.transform(flow, a), fit_flow_lib.transform(flow, b))
-    for (name, dataset), calibration in self.calibrations.items():
+    for (dataset, name), calibration in self.baselines.items():
       if dataset == "STS-B":
         sims[f"{name} (target)"] = evaluation.cosine(calibration.transform(a), calibration.transform(b))
     self.lexical_pairs, self.lexical_similarities = dev, sims
@@ -281,6 +330,9 @@ class Experiment:
     for task_name in self.config.eval_tasks:
       logging.info("evaluating %s", task_name)
       results += self.evaluate_task(task_name)
+    if self.config.custom is not None:
+      logging.info("evaluating own data (%s)", data.custom.LABEL)
+      results += self.evaluate_custom()
     if self.config.analysis:
       from bert_flow_tf.analysis import report  # pylint: disable=g-import-not-at-top  (matplotlib: only when asked)
       with self.timer.stage("analysis"):
@@ -301,12 +353,16 @@ class Experiment:
   def markdown(self, results):
     c = self.config
     lines = [f"# {c.model.source}, {self.embedder.pooling.describe()}", "",
-             f"Spearman x100 (STS, SICK-R; STS12-16 'all' = subsets concatenated), ROC-AUC x100 (QNLI). "
+             f"Spearman x100 (STS, SICK-R, custom; STS12-16 'all' = subsets concatenated), ROC-AUC x100 (QNLI). "
              f"Flow mode: {c.flow_mode}; target sentences: "
-             f"{'train+dev+test' if c.use_full_for_training else 'train'}.", "",
-             evaluation.results_markdown(results), "", "## Isotropy of the evaluated vectors", "",
-             "| dataset | space | mean cos (random pairs) | top-1 PC variance share | condition number |",
-             "|---|---|---|---|---|"]
+             f"{'train+dev+test' if c.use_full_for_training else 'train'}"
+             f"{'; custom: the training file (else the scored pairs)' if c.custom is not None else ''}.", "",
+             evaluation.results_markdown(results) if results else "(no scored pairs: nothing evaluated)", ""]
+    if self.warnings:
+      lines += ["## Warnings", ""] + [f"- {w}" for w in self.warnings] + [""]
+    lines += ["## Isotropy of the evaluated vectors (and of the fit sentences, before fitting)", "",
+              "| dataset | space | mean cos (random pairs) | top-1 PC variance share | condition number |",
+              "|---|---|---|---|---|"]
     for dataset, spaces in self.isotropy.items():
       for space, d in spaces.items():
         lines.append(f"| {dataset} | {space} | {d['mean_cosine']:.3f} | {d['top1_variance']:.3f} | "
@@ -337,6 +393,6 @@ def run_experiments(configs):
   experiments = [first] + [Experiment(c, first.store) for c in configs[1:]]
   names = sorted({q for e in experiments for q in pooling_lib.quantities(e.embedder.pooling)})
   with first.timer.stage("embed"):
-    sentences = [s for e in experiments for s in e.sentences()]
-    first.store.get(sentences, names)
+    pairsets = list({id(p): p for e in experiments for p in e.pairsets()}.values())  # own data shared: once
+    first.store.get([s for p in pairsets for s in (*p.sentences_a, *p.sentences_b)], names)
   return [(e, e.run()) for e in experiments]

@@ -68,6 +68,29 @@ def test_isotropy_separates_cone_from_sphere():
   assert evaluation.isotropy(stretched)["top1_variance"] > 0.8
 
 
+def test_describe_isotropy_cautions_only_near_isotropic_spaces():
+  rng = np.random.default_rng(0)
+  sphere = rng.normal(size=(3000, 16))
+  iso, line, near = evaluation.describe_isotropy(sphere, "a sphere", max_rows=1000)
+  assert near and "already close to isotropic" in line and "(1000 vectors)" in line
+  assert iso == evaluation.isotropy(sphere[np.random.default_rng(0).choice(3000, 1000, replace=False)])
+  _, line, near = evaluation.describe_isotropy(sphere * 0.1 + 3., "a cone")
+  assert not near and "already close" not in line and f"{evaluation.isotropy(sphere * 0.1 + 3.)['mean_cosine']:.3f}" in line
+
+
+def test_calibration_warnings_name_each_calibration_below_none():
+  results = [evaluation.Result("custom", "none", None, "spearman", None, 82.03),
+             evaluation.Result("custom", "flow", "target", "spearman", None, 80.96),
+             evaluation.Result("custom", "sn", "target", "spearman", None, 82.32),
+             evaluation.Result("STS12", "none", None, "spearman", "all", 70.),
+             evaluation.Result("STS12", "whitening", "target", "spearman", "all", 69.),
+             evaluation.Result("STS12", "whitening", "target", "spearman", "mean", 75.)]  # no "none" mean: skipped
+  warnings = evaluation.calibration_warnings(results)
+  assert len(warnings) == 2
+  assert warnings[0].startswith("custom: flow (target) 80.96 < none 82.03 (spearman)")
+  assert warnings[1].startswith("STS12 all: whitening (target) 69.00 < none 70.00")
+
+
 def test_edit_distance_words_lowercased():
   assert evaluation.edit_distance("I like this restaurant", "I dislike this restaurant") == 1
   assert evaluation.edit_distance("A man plays", "a MAN plays guitar") == 1

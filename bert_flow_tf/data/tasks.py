@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 from absl import logging
 
+from bert_flow_tf.data import custom
 from bert_flow_tf.data import nli
 from bert_flow_tf.data import pairs as pairs_lib
 from bert_flow_tf.data import qnli
@@ -117,7 +118,9 @@ TASKS = {
 }
 TASK_NAMES = tuple(TASKS)
 EVAL_TASKS = tuple(name for name, info in TASKS.items() if info.label is not None)
-DATASETS = tuple(TASKS[name].label for name in EVAL_TASKS)  # the results' dataset labels, in table order
+DATASETS = tuple(TASKS[name].label for name in EVAL_TASKS)  # the benchmarks' dataset labels, in table order
+# Every dataset label a results table may hold, in table order: the benchmarks, then the user's own scored pairs.
+RESULT_DATASETS = DATASETS + (custom.LABEL,)
 
 
 def load_task(task_name, data_dir):

@@ -6,8 +6,10 @@ import tempfile
 import numpy as np
 
 
-def read_lines(path):
-  """Reads a UTF-8 text file as a list of lines without their line ends ("\\n" or "\\r\\n").
+def iter_lines(path):
+  """Streams a UTF-8 text file as (line number, line without its line end ("\\n" or "\\r\\n")), 1-based.
+
+  One line is decoded at a time, so a large file is never held whole.
 
   Raises:
     FileNotFoundError naming the file; ValueError naming file:line for bytes that are not UTF-8.
@@ -15,17 +17,20 @@ def read_lines(path):
   if not os.path.isfile(path):
     raise FileNotFoundError(f"input file not found: {path}")
   with open(path, "rb") as f:
-    raw = f.read()
-  lines = raw.split(b"\n")
-  if lines and lines[-1] == b"":
-    lines.pop()
-  out = []
-  for number, line in enumerate(lines, start=1):
-    try:
-      out.append(line.decode("utf-8").removesuffix("\r"))
-    except UnicodeDecodeError as e:
-      raise ValueError(f"{path}:{number}: not valid UTF-8 (byte {line[e.start]:#04x} at column {e.start + 1})") from e
-  return out
+    for number, line in enumerate(f, start=1):  # binary iteration splits on b"\n" only
+      try:
+        yield number, line.decode("utf-8").removesuffix("\n").removesuffix("\r")
+      except UnicodeDecodeError as e:
+        raise ValueError(f"{path}:{number}: not valid UTF-8 (byte {line[e.start]:#04x} at column {e.start + 1})") from e
+
+
+def read_lines(path):
+  """Reads a UTF-8 text file as a list of lines without their line ends ("\\n" or "\\r\\n").
+
+  Raises:
+    FileNotFoundError naming the file; ValueError naming file:line for bytes that are not UTF-8.
+  """
+  return [line for _, line in iter_lines(path)]
 
 
 @contextlib.contextmanager
