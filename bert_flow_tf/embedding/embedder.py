@@ -50,6 +50,7 @@ class SentenceEmbedder(tf.Module):
     self.static_shapes = bool(static_shapes or use_xla or isinstance(self.strategy, tf.distribute.TPUStrategy))
     self.tokenizer = BertTokenizer(model.vocab_file, model.do_lower_case, max_seq_length)
     self._steps = {}
+    self._pipelines = {}  # batch_size -> pipeline.InputPipeline
 
   def embed_inputs(self, inputs, training=False):
     """Packed inputs (dict of int32 [B, S]) -> float32 [B, D] for this pooling. Dropout runs only when training."""
@@ -71,8 +72,8 @@ class SentenceEmbedder(tf.Module):
 
     return tf.function(replica_fn, jit_compile=self.use_xla, autograph=False)
 
-  def _distributed_step(self, names, element_spec):
-    key = (tuple(sorted(names)), self.static_shapes)
+  def _distributed_step(self, names, element_spec, single_batch=False):
+    key = (tuple(sorted(names)), self.static_shapes, single_batch)
     if key not in self._steps:
       replica_fn = self.replica_function(names)
       step = lambda batch: self.strategy.run(replica_fn, args=(batch,))
@@ -99,13 +100,19 @@ class SentenceEmbedder(tf.Module):
     out = {name: np.zeros([len(sentences), self.model.hidden_size], np.float32) for name in names}
     if not sentences:
       return out
-    dataset = pipeline.make_dataset(sentences, self.tokenizer, batch_size, self.static_shapes)
-    distributed = self.strategy.experimental_distribute_dataset(dataset)
-    step = self._distributed_step(names, distributed.element_spec)
+    if batch_size not in self._pipelines:
+      self._pipelines[batch_size] = pipeline.InputPipeline(self.tokenizer, batch_size, self.static_shapes)
+    inputs = self._pipelines[batch_size]
+    if len(sentences) <= batch_size and self.strategy.num_replicas_in_sync == 1:
+      batches = [inputs.single_batch(sentences)]       # one batch: no tf.data start-up (single-sentence calls)
+      step = self._distributed_step(names, inputs.element_spec, single_batch=True)
+    else:
+      batches = self.strategy.experimental_distribute_dataset(inputs.dataset(sentences))
+      step = self._distributed_step(names, batches.element_spec)
     seen = np.zeros(len(sentences), bool)
     truncated = 0
     local = self.strategy.experimental_local_results
-    for batch in distributed:
+    for batch in batches:
       values, example_id, valid = step(batch)
       truncated += sum(int(np.sum(v.numpy())) for v in local(batch["truncated"]))
       valid = np.concatenate([v.numpy() for v in local(valid)])

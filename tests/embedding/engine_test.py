@@ -46,6 +46,15 @@ def test_single_device_matches_one_sentence_at_a_time(model):
                              atol=1e-5)
 
 
+@pytest.mark.parametrize("static_shapes", [False, True])
+def test_one_batch_without_tf_data_matches_the_pipeline(model, static_shapes):
+  # 23 sentences in one batch of 32 take the eager path (mixed lengths, padded); in batches of 4, the tf.data one.
+  embedder = SentenceEmbedder(model, "first-last-avg", max_seq_length=16, static_shapes=static_shapes)
+  np.testing.assert_allclose(embedder.encode(SENTENCES, batch_size=32), embedder.encode(SENTENCES, batch_size=4),
+                             atol=1e-5)
+  assert embedder.encode([], batch_size=32).shape == (0, embedder.dim)
+
+
 def test_mirrored_strategy_matches_single_device_in_input_order(model, cpu_strategy):
   single = SentenceEmbedder(model, "first-last-avg", max_seq_length=16).encode(SENTENCES, batch_size=5)
   mirrored = SentenceEmbedder(model, "first-last-avg", max_seq_length=16, strategy=cpu_strategy)
