@@ -18,6 +18,7 @@ from absl import logging
 import glow
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.cli import model_flags
+from bert_flow_tf.cli import one_line_errors
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf.utils import distribute
 from bert_flow_tf.utils import logs
@@ -164,4 +165,4 @@ def _export(experiment):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  one_line_errors.run(main)

@@ -18,6 +18,7 @@ import tensorflow as tf
 from bert_flow_tf.modeling.config import BertConfig
 from bert_flow_tf.modeling.bert_encoder import BertEncoder
 from bert_flow_tf.loaders import names as names_lib
+from bert_flow_tf.utils import errors
 
 # Checkpoint entries that are not encoder weights: Adam slots, the step counter, the pre-training heads.
 _IGNORED_SUFFIXES = ("/adam_m", "/adam_v")
@@ -53,11 +54,14 @@ def load_tf1_encoder(bert_config_file, init_checkpoint):
   config = BertConfig.from_google_json(bert_config_file)
   index = init_checkpoint + ".index"
   if not os.path.isfile(index):
-    raise FileNotFoundError(f"TF1 checkpoint not found: {index} (init_checkpoint is the prefix, e.g. "
-                            f"'.../bert_model.ckpt')")
-  reader = tf.train.load_checkpoint(init_checkpoint)
-  tensors = {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
-             if not _is_ignored(name)}
+    raise errors.missing_file("TF1 checkpoint not found (init_checkpoint is the prefix, e.g. "
+                              "'.../bert_model.ckpt')", index)
+  try:
+    reader = tf.train.load_checkpoint(init_checkpoint)
+    tensors = {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
+               if not _is_ignored(name)}
+  except tf.errors.OpError as e:
+    raise errors.UserError(f"cannot read the checkpoint, truncated or corrupt? ({e.message})", init_checkpoint) from e
   encoder = BertEncoder(config).build_variables()
   names_lib.assign_strict(names_lib.weight_names(encoder), tensors, key=lambda n: n.tf1, source=init_checkpoint)
   return encoder, config
