@@ -274,7 +274,7 @@ def load_fitted_flow(flow_dir):
     raise errors.missing_file("no flow checkpoint", flow_dir)
   try:
     tf.train.Checkpoint(flow=flow).restore(latest).expect_partial()
-  except (tf.errors.OpError, ValueError) as e:
+  except (tf.errors.OpError, ValueError, IndexError) as e:  # a truncated file: IndexError "Read less bytes"
     raise errors.UserError(f"cannot restore the flow, corrupt or of another shape? ({e})", latest) from e
   return flow
 

@@ -140,5 +140,5 @@ def task_key(task_name):
   """The registry name of `task_name` (case-insensitive; "qnli-regression" -> "qnli"); ValueError if unknown."""
   name = _ALIASES.get(task_name.lower(), task_name.lower())
   if name not in TASKS:
-    raise ValueError(f"unknown task {task_name!r}; known tasks: {', '.join(TASK_NAMES)}")
+    raise ValueError(f"unknown task_name {task_name!r}; known tasks: {', '.join(TASK_NAMES)}")
   return name

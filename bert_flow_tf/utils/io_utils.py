@@ -55,7 +55,10 @@ def atomic_path(path):
   if os.path.exists(directory) and not os.path.isdir(directory):
     raise NotADirectoryError(errno.ENOTDIR, "the output's folder is a file", directory)
   os.makedirs(directory, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.splitext(path)[1])
+  try:
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.splitext(path)[1])
+  except PermissionError as e:  # name the folder, not the temporary file's random name
+    raise PermissionError(e.errno, "no permission to write in the output's folder", directory) from e
   os.close(fd)
   try:
     yield tmp
