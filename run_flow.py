@@ -21,6 +21,7 @@ import glow
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.cli import model_flags
 from bert_flow_tf.loaders import tf1_flow
+from bert_flow_tf.cli import one_line_errors
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf.utils import distribute
 from bert_flow_tf.utils import logs
@@ -197,4 +198,4 @@ def _export(experiment):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  one_line_errors.run(main)

@@ -19,6 +19,7 @@ from bert_flow_tf import siamese
 from bert_flow_tf.cli import config_flags
 from bert_flow_tf.cli import engine_flags
 from bert_flow_tf.cli import model_flags
+from bert_flow_tf.cli import one_line_errors
 from bert_flow_tf.utils import logs
 
 FLAGS = flags.FLAGS
@@ -54,4 +55,4 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["task_name", "data_dir", "output_dir"])
-  app.run(main)
+  one_line_errors.run(main)

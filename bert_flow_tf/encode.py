@@ -18,8 +18,10 @@ from absl import flags
 from bert_flow_tf.calibration import fit_flow
 from bert_flow_tf.cli import engine_flags
 from bert_flow_tf.cli import model_flags
+from bert_flow_tf.cli import one_line_errors
 from bert_flow_tf.embedding import encode_file
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
+from bert_flow_tf.modeling import pooling
 from bert_flow_tf.utils import distribute
 
 model_flags.define_model_flags()
@@ -50,6 +52,10 @@ def main(argv):
       raise app.UsageError(f"--exported_model cannot be combined with {', '.join(clashes)}: the exported model "
                            "already fixes the model, pooling, max_seq_length and flow")
   else:
+    try:
+      pooling.check_name(FLAGS.sentence_embedding_type)
+    except ValueError as e:
+      raise app.UsageError(f"--sentence_embedding_type: {e}") from e
     strategy = engine_flags.strategy_from_flags()
     with distribute.variable_scope(strategy):
       model = model_flags.load_model_from_flags(FLAGS)
@@ -67,4 +73,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  one_line_errors.run(main)

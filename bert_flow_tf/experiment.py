@@ -23,6 +23,7 @@ from bert_flow_tf.calibration import baselines
 from bert_flow_tf import data
 from bert_flow_tf import evaluation
 from bert_flow_tf.calibration import fit_flow as fit_flow_lib
+from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.embedding.store import EmbeddingStore
@@ -198,8 +199,8 @@ class Experiment:
     if os.path.isfile(os.path.join(flow_dir, fit_flow_lib.FLOW_INFO)):
       try:
         info = fit_flow_lib.check_fitted_flow(flow_dir, fit=fit_config, provenance=provenance)
-      except ValueError as e:
-        raise ValueError(f"{e}; use another --exp_name or remove that directory") from e
+      except errors.UserError as e:
+        raise errors.UserError(f"{e.what}; use another --exp_name or remove that directory", e.where) from e
       if info.get("complete"):
         logging.info("flow %s-%s already fitted in %s; reusing it", fit_on, label, flow_dir)
         return fit_flow_lib.load_fitted_flow(flow_dir)

@@ -12,14 +12,20 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from bert_flow_tf import evaluation  # pylint: disable=g-import-not-at-top
+from bert_flow_tf.cli import one_line_errors
 from bert_flow_tf.data import DATASETS
+from bert_flow_tf.utils import errors
 
 
 def main(exp_dirs):
   rows = []
   for exp_dir in exp_dirs:
-    with open(os.path.join(exp_dir, "results.json"), encoding="utf-8") as f:
-      payload = json.load(f)
+    path = os.path.join(exp_dir, "results.json")
+    with open(path, encoding="utf-8") as f:
+      try:
+        payload = json.load(f)
+      except json.JSONDecodeError as e:
+        raise errors.UserError(f"not valid JSON ({e.msg})", f"{path}:{e.lineno}") from e
     cells = {}
     for r in payload["results"]:
       if r["aggregation"] in (None, "all"):
@@ -31,4 +37,4 @@ def main(exp_dirs):
 
 
 if __name__ == "__main__":
-  main(sys.argv[1:])
+  one_line_errors.run(lambda argv: main(argv[1:]))

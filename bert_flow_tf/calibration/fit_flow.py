@@ -30,6 +30,7 @@ from tensorflow.core.framework import summary_pb2
 
 import glow
 from bert_flow_tf.embedding import pipeline
+from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf.data import order as order_lib
 from bert_flow_tf.utils.progress import Progress
@@ -217,9 +218,12 @@ def read_flow_info(flow_dir):
   """The flow.json that `fit_flow` wrote: dim, flow config, fit config, progress and `provenance`."""
   info_path = os.path.join(flow_dir, FLOW_INFO)
   if not os.path.isfile(info_path):
-    raise FileNotFoundError(f"no fitted flow in {flow_dir}: {FLOW_INFO} is missing")
+    raise errors.missing_file(f"no fitted flow: {FLOW_INFO} is missing", info_path)
   with open(info_path, encoding="utf-8") as f:
-    return json.load(f)
+    try:
+      return json.load(f)
+    except json.JSONDecodeError as e:
+      raise errors.UserError(f"not valid JSON ({e.msg})", f"{info_path}:{e.lineno}") from e
 
 
 def check_fitted_flow(flow_dir, dim=None, fit=None, provenance=None):
@@ -252,8 +256,8 @@ def check_fitted_flow(flow_dir, dim=None, fit=None, provenance=None):
   wrong = {k: v for k, v in asked.items() if v[0] != v[1]}
   if wrong:
     names = sorted({k.split(".")[0] for k in wrong})
-    raise ValueError(f"the flow in {flow_dir} was fitted with other settings ({', '.join(names)} differ): "
-                     + "; ".join(f"{k}={want} (the flow was fitted with {got})" for k, (want, got) in wrong.items()))
+    raise errors.UserError(f"the flow was fitted with other settings ({', '.join(names)} differ): " + "; ".join(
+        f"{k}={want} (the flow was fitted with {got})" for k, (want, got) in wrong.items()), flow_dir)
   return info
 
 
@@ -261,14 +265,17 @@ def load_fitted_flow(flow_dir):
   """Restores a flow written by `fit_flow` (its flow.json and latest checkpoint). Returns a Glow."""
   info = read_flow_info(flow_dir)
   if not info.get("complete"):
-    raise ValueError(f"the flow in {flow_dir} did not finish fitting ({info.get('steps_done')} of "
-                     f"{info.get('num_steps')} steps); rerun the fit to resume it")
+    raise errors.UserError(f"the flow did not finish fitting ({info.get('steps_done')} of {info.get('num_steps')} "
+                           "steps); rerun the fit to resume it", flow_dir)
   flow = glow.Glow(glow.GlowConfig.from_dict(info["flow_config"]), info["dim"], init=info["fit"]["init"],
                    seed=info["fit"]["seed"])
   latest = tf.train.latest_checkpoint(flow_dir)
   if latest is None:
-    raise FileNotFoundError(f"no checkpoint in {flow_dir}")
-  tf.train.Checkpoint(flow=flow).restore(latest).expect_partial()
+    raise errors.missing_file("no flow checkpoint", flow_dir)
+  try:
+    tf.train.Checkpoint(flow=flow).restore(latest).expect_partial()
+  except (tf.errors.OpError, ValueError, IndexError) as e:  # a truncated file: IndexError "Read less bytes"
+    raise errors.UserError(f"cannot restore the flow, corrupt or of another shape? ({e})", latest) from e
   return flow
 
 

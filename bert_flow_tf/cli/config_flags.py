@@ -9,6 +9,8 @@ import re
 
 from absl import flags
 
+from bert_flow_tf.utils import errors
+
 # Field type -> flag kind; a tuple field is a comma-separated list flag.
 _DEFINERS = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer, float: flags.DEFINE_float,
              str: flags.DEFINE_string, tuple: flags.DEFINE_list}
@@ -80,10 +82,18 @@ def define_config_flags(cls, skip=(), defaults=None, flag_values=flags.FLAGS):
 
 
 def config_from_flags(cls, flag_values, **values):
-  """`cls(**values, <every other field>=<its flag's value>)`; list flags become tuples."""
+  """`cls(**values, <every other field>=<its flag's value>)`; list flags become tuples.
+
+  Raises:
+    errors.UserError naming the flags of the fields that a ValueError of `cls` names.
+  """
   kwargs = dict(values)
   for field in dataclasses.fields(cls):
     if field.name not in kwargs:
       value = flag_values[field.name].value
       kwargs[field.name] = tuple(value) if field.type is tuple and value is not None else value
-  return cls(**kwargs)
+  try:
+    return cls(**kwargs)
+  except ValueError as e:  # the config's checks name its fields: name their flags
+    named = [f"--{f.name}" for f in dataclasses.fields(cls) if re.search(rf"\b{f.name}\b", str(e))]
+    raise errors.UserError(str(e), ", ".join(named) or None) from e

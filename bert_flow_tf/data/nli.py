@@ -20,6 +20,7 @@ from absl import logging
 import numpy as np
 
 from bert_flow_tf.data import pairs as pairs_lib
+from bert_flow_tf.utils import errors
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")
 _LABEL_IDS = {label: i for i, label in enumerate(NLI_LABELS)}
@@ -29,7 +30,7 @@ MNLI_SPLITS = ("train", "dev_matched", "dev_mismatched")
 
 def _label_id(label, path, lineno):
   if label not in _LABEL_IDS:
-    raise ValueError(f"{path}:{lineno}: label {label!r} not in {NLI_LABELS}")
+    raise errors.UserError(f"label {label!r} not in {NLI_LABELS}", f"{path}:{lineno}")
   return _LABEL_IDS[label]
 
 
@@ -56,7 +57,8 @@ def read_nli_jsonl(path, name):
       record = json.loads(line)
       a, b, label = record["sentence1"], record["sentence2"], record["gold_label"]
     except (json.JSONDecodeError, KeyError, TypeError) as e:
-      raise ValueError(f"{path}:{i + 1}: not a JSON record with sentence1/sentence2/gold_label ({e})") from None
+      raise errors.UserError(f"not a JSON record with sentence1/sentence2/gold_label ({e})",
+                             f"{path}:{i + 1}") from None
     if label == "-":
       skipped += 1
       continue

@@ -9,6 +9,7 @@ import os
 
 import numpy as np
 
+from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 
 
@@ -65,7 +66,7 @@ class Task:
 def require_file(path):
   """Returns `path` if it is a file; raises FileNotFoundError naming it otherwise."""
   if not os.path.isfile(path):
-    raise FileNotFoundError(f"missing data file: {path}")
+    raise errors.missing_file("missing data file", path)
   return path
 
 
@@ -80,7 +81,7 @@ def split_fields(line, path, lineno, min_fields, max_fields=None):
   max_fields = min_fields if max_fields is None else max_fields
   if not min_fields <= len(fields) <= max_fields:
     allowed = str(min_fields) if min_fields == max_fields else f"{min_fields}..{max_fields}"
-    raise ValueError(f"{path}:{lineno}: {len(fields)} tab-separated fields, expected {allowed}")
+    raise errors.UserError(f"{len(fields)} tab-separated fields, expected {allowed}", f"{path}:{lineno}")
   return fields
 
 
@@ -89,9 +90,9 @@ def parse_score(text, path, lineno):
   try:
     value = float(text)
   except ValueError:
-    raise ValueError(f"{path}:{lineno}: score {text!r} is not a number") from None
+    raise errors.UserError(f"score {text!r} is not a number", f"{path}:{lineno}") from None
   if not np.isfinite(value):
-    raise ValueError(f"{path}:{lineno}: score {text!r} is not finite")
+    raise errors.UserError(f"score {text!r} is not finite", f"{path}:{lineno}")
   return value
 
 
@@ -109,4 +110,4 @@ def find_dir(data_dir, names):
   for path in tried:
     if os.path.isdir(path):
       return path
-  raise FileNotFoundError(f"no data folder found; tried {tried}")
+  raise errors.missing_file(f"no data folder found; tried {tried}", data_dir)

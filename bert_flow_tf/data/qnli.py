@@ -14,6 +14,7 @@ from absl import logging
 import numpy as np
 
 from bert_flow_tf.data import pairs as pairs_lib
+from bert_flow_tf.utils import errors
 
 QNLI_LABELS = {"not_entailment": 0, "entailment": 1}
 
@@ -29,9 +30,9 @@ def read_qnli_tsv(path, name, labelled=True):
       skipped += 1
       continue
     if len(fields) > num_fields:
-      raise ValueError(f"{path}:{i + 1}: {len(fields)} tab-separated fields, expected {num_fields}")
+      raise errors.UserError(f"{len(fields)} tab-separated fields, expected {num_fields}", f"{path}:{i + 1}")
     if labelled and fields[3] not in QNLI_LABELS:
-      raise ValueError(f"{path}:{i + 1}: label {fields[3]!r} not in {sorted(QNLI_LABELS)}")
+      raise errors.UserError(f"label {fields[3]!r} not in {sorted(QNLI_LABELS)}", f"{path}:{i + 1}")
     rows.append((fields[1], fields[2], QNLI_LABELS[fields[3]] if labelled else 0))
   if skipped:
     logging.warning("%s: skipped %d incomplete rows", path, skipped)

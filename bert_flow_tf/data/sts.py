@@ -19,6 +19,7 @@ from absl import logging
 import numpy as np
 
 from bert_flow_tf.data import pairs as pairs_lib
+from bert_flow_tf.utils import errors
 
 STS_YEARS = (12, 13, 14, 15, 16)
 _STS_INPUT = re.compile(r"^STS(?:20\d\d)?\.input\.(.+)\.txt$")
@@ -101,14 +102,14 @@ def read_sts_subset(input_path, gold_path, name):
   inputs = pairs_lib.read_lines(input_path)
   golds = pairs_lib.read_lines(gold_path)
   if len(inputs) != len(golds):
-    raise ValueError(f"{input_path} has {len(inputs)} lines but {gold_path} has {len(golds)}")
+    raise errors.UserError(f"{len(inputs)} lines, but {gold_path} has {len(golds)}", input_path)
   rows = []
   for i, (line, gold) in enumerate(zip(inputs, golds)):
     if not gold.strip():
       continue
     f = line.split("\t")
     if len(f) not in (2, 4):
-      raise ValueError(f"{input_path}:{i + 1}: {len(f)} tab-separated fields, expected 2 or 4")
+      raise errors.UserError(f"{len(f)} tab-separated fields, expected 2 or 4", f"{input_path}:{i + 1}")
     rows.append((f[0], f[1], pairs_lib.parse_score(gold, gold_path, i + 1)))
   if len(rows) < len(inputs):
     logging.info("%s: skipped %d unscored pairs (blank gold lines)", name, len(inputs) - len(rows))
@@ -130,7 +131,7 @@ def load_sts_year(data_dir, year):
     raise ValueError(f"STS year {year!r} not in {STS_YEARS}")
   folder = os.path.join(data_dir, "STS", f"STS{year}-en-test")
   if not os.path.isdir(folder):
-    raise FileNotFoundError(f"missing data folder: {folder}")
+    raise errors.missing_file("missing data folder", folder)
   subsets = []
   for fname in sorted(os.listdir(folder)):
     match = _STS_INPUT.match(fname)

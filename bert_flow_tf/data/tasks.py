@@ -137,7 +137,13 @@ def load_task(task_name, data_dir):
   Raises:
     ValueError: unknown task name. FileNotFoundError: a needed file is missing (the message names it).
   """
+  name = task_key(task_name)
+  return TASKS[name].reader(name, data_dir)
+
+
+def task_key(task_name):
+  """The registry name of `task_name` (case-insensitive; "qnli-regression" -> "qnli"); ValueError if unknown."""
   name = _ALIASES.get(task_name.lower(), task_name.lower())
   if name not in TASKS:
-    raise ValueError(f"unknown task {task_name!r}; known tasks: {', '.join(TASK_NAMES)}")
-  return TASKS[name].reader(name, data_dir)
+    raise ValueError(f"unknown task_name {task_name!r}; known tasks: {', '.join(TASK_NAMES)}")
+  return name

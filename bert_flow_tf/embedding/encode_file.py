@@ -2,6 +2,7 @@
 import time
 
 from absl import logging
+import numpy as np
 
 from bert_flow_tf import export
 from bert_flow_tf.calibration import fit_flow
@@ -35,20 +36,23 @@ def encode_file(input_file, output_file, embedder=None, flow_dir=None, exported_
   if exported_model is not None and flow_dir is not None:
     raise ValueError(f"flow_dir={flow_dir!r}: the exported model {exported_model} already fixes its flow")
   sentences = io_utils.read_lines(input_file)
-  start = time.perf_counter()
-  if exported_model is not None:
-    embeddings = export.encode_with_saved_model(exported_model, sentences, batch_size)
-    what = f"exported model {exported_model}"
-  else:
-    # An in-memory store: each distinct line is encoded once.
-    store = EmbeddingStore(embedder, root=None, batch_size=batch_size)
-    embeddings = store.vectors(sentences, embedder.pooling)
-    what = embedder.pooling.describe()
-    if flow_dir is not None:
-      embeddings = fit_flow.transform(fit_flow.load_fitted_flow(flow_dir), embeddings)
-      what += f", then the flow in {flow_dir}"
-  seconds = time.perf_counter() - start
-  io_utils.save_npy(output_file, embeddings)
+  with io_utils.atomic_path(output_file) as tmp:  # an unwritable output fails here, before the encoding
+    start = time.perf_counter()
+    if exported_model is not None:
+      embeddings = export.encode_with_saved_model(exported_model, sentences, batch_size)
+      what = f"exported model {exported_model}"
+    else:
+      flow = fit_flow.load_fitted_flow(flow_dir) if flow_dir is not None else None
+      # An in-memory store: each distinct line is encoded once.
+      store = EmbeddingStore(embedder, root=None, batch_size=batch_size)
+      embeddings = store.vectors(sentences, embedder.pooling)
+      what = embedder.pooling.describe()
+      if flow is not None:
+        embeddings = fit_flow.transform(flow, embeddings)
+        what += f", then the flow in {flow_dir}"
+    seconds = time.perf_counter() - start
+    with open(tmp, "wb") as f:
+      np.save(f, embeddings)
   logging.info("wrote %s: %d x %d float32 (%s) in %.1f s, %.0f sentences/s", output_file, *embeddings.shape,
                what, seconds, len(sentences) / max(seconds, 1e-9))
   return embeddings

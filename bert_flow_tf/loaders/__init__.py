@@ -14,27 +14,39 @@ from bert_flow_tf.loaders import tf1_checkpoint
 from bert_flow_tf.loaders import tfhub
 from bert_flow_tf.loaders.loaded_model import LoadedModel
 from bert_flow_tf.modeling import presets
+from bert_flow_tf.modeling import tokenizer
+from bert_flow_tf.utils import errors
 
 
 def _require(path):
   if not os.path.exists(path):
-    raise FileNotFoundError(f"not found: {path}")
+    raise errors.missing_file("not found", path)
   return path
+
+
+def check_vocab_size(vocab_file, config):
+  """Fails when the vocab holds more tokens than the model has word embeddings (config.vocab_size): its ids
+  past the table would fail deep inside the first batch. Returns vocab_file."""
+  size = len(tokenizer.read_vocab(vocab_file))
+  if size > config.vocab_size:
+    raise errors.UserError(f"the vocab has {size} tokens but the model has {config.vocab_size} word embeddings "
+                           "(vocab_size); is it the vocab of another model?", vocab_file)
+  return vocab_file
 
 
 def detect_format(model_dir):
   """"tf1", "hf" or "tfhub" from the files in `model_dir`; a clear error when none fits."""
   has = lambda name: os.path.exists(os.path.join(model_dir, name))
   if not os.path.isdir(model_dir):
-    raise FileNotFoundError(f"model directory not found: {model_dir}")
+    raise errors.missing_file("model directory not found", model_dir)
   if has("bert_config.json"):
     return "tf1"
   if has("config.json"):
     return "hf"
   if has("saved_model.pb"):
     return "tfhub"
-  raise ValueError(f"{model_dir}: not a BERT model directory; expected bert_config.json + bert_model.ckpt.* "
-                   "(TF1), config.json + model.safetensors (HF) or saved_model.pb (TF-Hub encoder)")
+  raise errors.UserError("not a BERT model directory; expected bert_config.json + bert_model.ckpt.* (TF1), "
+                         "config.json + model.safetensors (HF) or saved_model.pb (TF-Hub encoder)", model_dir)
 
 
 def load_model(model_dir, do_lower_case=None, vocab_file=None, init_checkpoint=None, preprocess_dir=None,
@@ -67,12 +79,12 @@ def load_model(model_dir, do_lower_case=None, vocab_file=None, init_checkpoint=N
     encoder, config = tf1_checkpoint.load_tf1_encoder(
         os.path.join(model_dir, "bert_config.json"),
         init_checkpoint or os.path.join(model_dir, "bert_model.ckpt"))
-    vocab = vocab_file or _require(os.path.join(model_dir, "vocab.txt"))
+    vocab = check_vocab_size(vocab_file or _require(os.path.join(model_dir, "vocab.txt")), config)
     lower = True if do_lower_case is None else do_lower_case
     return LoadedModel(encoder, config.num_hidden_layers, config.hidden_size, vocab, lower, source, fmt, config)
   if fmt == "hf":
     encoder, config = safetensors.load_hf_encoder(model_dir)
-    vocab = vocab_file or _require(os.path.join(model_dir, "vocab.txt"))
+    vocab = check_vocab_size(vocab_file or _require(os.path.join(model_dir, "vocab.txt")), config)
     lower = safetensors.read_do_lower_case(model_dir) if do_lower_case is None else do_lower_case
     return LoadedModel(encoder, config.num_hidden_layers, config.hidden_size, vocab, lower, source, fmt, config)
   return tfhub.load_hub_model(model_dir, vocab_file=vocab_file, do_lower_case=do_lower_case, source=source,
@@ -82,5 +94,6 @@ def load_model(model_dir, do_lower_case=None, vocab_file=None, init_checkpoint=N
 def load_tf1_files(bert_config_file, vocab_file, init_checkpoint, do_lower_case=True):
   """The original's flags `--bert_config_file --vocab_file --init_checkpoint` as one LoadedModel."""
   encoder, config = tf1_checkpoint.load_tf1_encoder(bert_config_file, init_checkpoint)
-  return LoadedModel(encoder, config.num_hidden_layers, config.hidden_size, _require(vocab_file), do_lower_case,
+  return LoadedModel(encoder, config.num_hidden_layers, config.hidden_size,
+                     check_vocab_size(_require(vocab_file), config), do_lower_case,
                      init_checkpoint, "tf1", config)

@@ -7,6 +7,8 @@ import dataclasses
 
 import tensorflow as tf
 
+from bert_flow_tf.utils import errors
+
 
 @dataclasses.dataclass(frozen=True)
 class WeightName:
@@ -91,4 +93,4 @@ def assign_strict(names, tensors, key, source, transpose=None, ignore=()):
   if unused:
     problems.append(f"{len(unused)} unused tensor(s): {', '.join(unused)}")
   if problems:
-    raise ValueError(f"cannot load BERT weights from {source}: " + " | ".join(problems))
+    raise errors.UserError("cannot load BERT weights: " + " | ".join(problems), str(source))

@@ -6,6 +6,7 @@ import shutil
 import numpy as np
 import safetensors.numpy
 
+from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf.modeling.config import BertConfig
 from bert_flow_tf.modeling.bert_encoder import BertEncoder
@@ -46,9 +47,13 @@ def load_hf_encoder(model_dir):
   config = BertConfig.from_hf_json(os.path.join(model_dir, "config.json"))
   weights_path = os.path.join(model_dir, "model.safetensors")
   if not os.path.isfile(weights_path):
-    raise FileNotFoundError(f"HF weights not found: {weights_path} (only safetensors are read; convert a "
-                            "pytorch_model.bin with transformers' save_pretrained(safe_serialization=True))")
-  tensors = {_normalise_key(k): v for k, v in safetensors.numpy.load_file(weights_path).items()}
+    raise errors.missing_file("HF weights not found (only safetensors are read; convert a pytorch_model.bin "
+                              "with transformers' save_pretrained(safe_serialization=True))", weights_path)
+  try:
+    stored = safetensors.numpy.load_file(weights_path)
+  except safetensors.SafetensorError as e:
+    raise errors.UserError(f"not a readable safetensors file, truncated or corrupt? ({e})", weights_path) from e
+  tensors = {_normalise_key(k): v for k, v in stored.items()}
   encoder = BertEncoder(config).build_variables()
   names_lib.assign_strict(names_lib.weight_names(encoder), tensors, key=lambda n: n.hf, source=weights_path,
                           transpose=lambda n: n.hf_transposed, ignore=_IGNORED_PREFIXES)

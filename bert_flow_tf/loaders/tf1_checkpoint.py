@@ -21,6 +21,7 @@ from bert_flow_tf.modeling.config import BertConfig
 from bert_flow_tf.modeling.bert_encoder import BertEncoder
 from bert_flow_tf.loaders import names as names_lib
 from bert_flow_tf.loaders import tf1_flow
+from bert_flow_tf.utils import errors
 
 # Checkpoint entries that are not encoder weights, by kind: Adam slots, the step counter, the pre-training heads,
 # the NLI classifier of the original's run_siamese.py (it has no bias; "loss/output_bias" is BERT's
@@ -68,17 +69,20 @@ def load_tf1_encoder(bert_config_file, init_checkpoint):
   config = BertConfig.from_google_json(bert_config_file)
   index = init_checkpoint + ".index"
   if not os.path.isfile(index):
-    raise FileNotFoundError(f"TF1 checkpoint not found: {index} (init_checkpoint is the prefix, e.g. "
-                            f"'.../bert_model.ckpt')")
-  reader = tf.train.load_checkpoint(init_checkpoint)
+    raise errors.missing_file("TF1 checkpoint not found (init_checkpoint is the prefix, e.g. "
+                              "'.../bert_model.ckpt')", index)
   ignored = collections.Counter()
   tensors = {}
-  for name in reader.get_variable_to_shape_map():
-    kind = _ignored_kind(name)
-    if kind is None:
-      tensors[name] = reader.get_tensor(name)
-    else:
-      ignored[kind] += 1
+  try:
+    reader = tf.train.load_checkpoint(init_checkpoint)
+    for name in reader.get_variable_to_shape_map():
+      kind = _ignored_kind(name)
+      if kind is None:
+        tensors[name] = reader.get_tensor(name)
+      else:
+        ignored[kind] += 1
+  except tf.errors.OpError as e:
+    raise errors.UserError(f"cannot read the checkpoint, truncated or corrupt? ({e.message})", init_checkpoint) from e
   if ignored:
     logging.info("%s: ignored %s", init_checkpoint, "; ".join(f"{kind} ({n})" for kind, n in sorted(ignored.items())))
   encoder = BertEncoder(config).build_variables()

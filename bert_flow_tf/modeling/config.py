@@ -8,6 +8,8 @@ import dataclasses
 import json
 import os
 
+from bert_flow_tf.utils import errors
+
 ACTIVATIONS = ("gelu_tanh", "gelu_erf", "relu", "tanh")
 
 # hidden_act word -> our explicit name, per source format.
@@ -68,24 +70,24 @@ class BertConfig:
   @classmethod
   def _from_json(cls, path, activations):
     if not os.path.isfile(path):
-      raise FileNotFoundError(f"BERT config file not found: {path}")
+      raise errors.missing_file("BERT config file not found", path)
     with open(path, encoding="utf-8") as f:
       try:
         raw = json.load(f)
       except json.JSONDecodeError as e:
-        raise ValueError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from e
+        raise errors.UserError(f"not valid JSON ({e.msg})", f"{path}:{e.lineno}") from e
     act = raw.get("hidden_act", "gelu")
     if act not in activations:
-      raise ValueError(f"{path}: hidden_act {act!r} is not one of {sorted(activations)}")
+      raise errors.UserError(f"hidden_act {act!r} is not one of {sorted(activations)}", path)
     fields = {f.name for f in dataclasses.fields(cls)}
     kwargs = {k: v for k, v in raw.items() if k in fields}
     kwargs["hidden_act"] = activations[act]
     if "vocab_size" not in kwargs:
-      raise ValueError(f"{path}: no vocab_size")
+      raise errors.UserError("no vocab_size", path)
     try:
       return cls(**kwargs)
     except ValueError as e:
-      raise ValueError(f"{path}: {e}") from e
+      raise errors.UserError(str(e), path) from e
 
   def to_dict(self):
     return dataclasses.asdict(self)

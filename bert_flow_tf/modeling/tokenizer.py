@@ -22,6 +22,9 @@ import pathlib
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_flow_tf.utils import errors
+from bert_flow_tf.utils import io_utils
+
 CLS_TOKEN = "[CLS]"
 SEP_TOKEN = "[SEP]"
 PAD_TOKEN = "[PAD]"
@@ -58,13 +61,12 @@ def read_vocab(vocab_file):
   """
   path = pathlib.Path(vocab_file)
   if not path.is_file():
-    raise FileNotFoundError(f"BERT vocab file not found: {str(path)!r}")
-  with path.open(encoding="utf-8") as f:
-    vocab = [line.rstrip("\n") for line in f]
+    raise errors.missing_file("BERT vocab file not found", path)
+  vocab = io_utils.read_lines(path)
   for token in REQUIRED_TOKENS:
     if token not in vocab:
-      raise ValueError(f"vocab file {str(path)!r} has no {token} token; a BERT vocab needs all of "
-                       f"{', '.join(REQUIRED_TOKENS)}")
+      raise errors.UserError(f"the vocab has no {token} token; a BERT vocab needs all of "
+                             f"{', '.join(REQUIRED_TOKENS)}", str(path))
   return vocab
 
 

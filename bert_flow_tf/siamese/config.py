@@ -2,6 +2,7 @@
 import dataclasses
 
 import glow
+from bert_flow_tf.data import tasks
 from bert_flow_tf.siamese import data as siamese_data
 
 
@@ -97,6 +98,7 @@ class SiameseConfig:
   static_shapes: bool = False
 
   def __post_init__(self):
+    tasks.task_key(self.task_name)
     tf1 = (self.bert_config_file, self.vocab_file, self.init_checkpoint)
     if self.model is None and None in tf1:
       raise ValueError("give a model (directory or preset) or all of bert_config_file, vocab_file and "

@@ -1,9 +1,13 @@
 """File helpers: strict UTF-8 line reading with file:line errors, and atomic writes (tmp file + rename)."""
+import codecs
 import contextlib
+import errno
 import os
 import tempfile
 
 import numpy as np
+
+from bert_flow_tf.utils import errors
 
 
 def iter_lines(path):
@@ -11,34 +15,57 @@ def iter_lines(path):
 
   One line is decoded at a time, so a large file is never held whole.
 
+  A UTF-8 byte order mark at the start of the file is dropped. Empty and whitespace-only lines are kept.
+
   Raises:
-    FileNotFoundError naming the file; ValueError naming file:line for bytes that are not UTF-8.
+    FileNotFoundError / IsADirectoryError naming the path; errors.UserError naming file:line for bytes that are
+    not UTF-8 and for NUL characters (a binary or UTF-16 file).
   """
+  if os.path.isdir(path):
+    raise IsADirectoryError(errno.EISDIR, "a directory, not a text file", str(path))
   if not os.path.isfile(path):
-    raise FileNotFoundError(f"input file not found: {path}")
+    raise errors.missing_file("input file not found", path)
   with open(path, "rb") as f:
     for number, line in enumerate(f, start=1):  # binary iteration splits on b"\n" only
+      if number == 1:
+        line = line.removeprefix(codecs.BOM_UTF8)
       try:
-        yield number, line.decode("utf-8").removesuffix("\n").removesuffix("\r")
+        text = line.decode("utf-8").removesuffix("\n").removesuffix("\r")
       except UnicodeDecodeError as e:
-        raise ValueError(f"{path}:{number}: not valid UTF-8 (byte {line[e.start]:#04x} at column {e.start + 1})") from e
+        raise errors.UserError(f"not valid UTF-8 (byte {line[e.start]:#04x} at column {e.start + 1})",
+                               f"{path}:{number}") from e
+      if "\0" in text:
+        raise errors.UserError(f"NUL character at column {text.index(chr(0)) + 1} (a binary or UTF-16 file?)",
+                               f"{path}:{number}")
+      yield number, text
 
 
 def read_lines(path):
-  """Reads a UTF-8 text file as a list of lines without their line ends ("\\n" or "\\r\\n").
+  """Reads a UTF-8 text file as a list of lines without their line ends ("\\n" or "\\r\\n"); as `iter_lines`.
 
   Raises:
-    FileNotFoundError naming the file; ValueError naming file:line for bytes that are not UTF-8.
+    as `iter_lines`.
   """
   return [line for _, line in iter_lines(path)]
 
 
 @contextlib.contextmanager
 def atomic_path(path):
-  """Yields a temporary path beside `path`; renames it onto `path` only if the block succeeds."""
+  """Yields a temporary path beside `path`; renames it onto `path` only if the block succeeds.
+
+  The temporary file is created on entry, so an unwritable folder fails before the block's work. A process killed
+  inside the block leaves at most a hidden `.tmp-*` file beside `path`, never a partial `path`.
+  """
   directory = os.path.dirname(os.path.abspath(path))
+  if os.path.isdir(path):
+    raise IsADirectoryError(errno.EISDIR, "the output is a directory, not a file", str(path))
+  if os.path.exists(directory) and not os.path.isdir(directory):
+    raise NotADirectoryError(errno.ENOTDIR, "the output's folder is a file", directory)
   os.makedirs(directory, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.splitext(path)[1])
+  try:
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.splitext(path)[1])
+  except PermissionError as e:  # name the folder, not the temporary file's random name
+    raise PermissionError(e.errno, "no permission to write in the output's folder", directory) from e
   os.close(fd)
   try:
     yield tmp

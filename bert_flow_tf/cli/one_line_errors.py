@@ -1,0 +1,74 @@
+"""How the entry points end on an expected error: one line on stderr, exit status 1. `run` replaces app.run:
+
+  if __name__ == "__main__":
+    one_line_errors.run(main)
+
+While the flags are parsed: a bad flag value, an unknown flag, a missing flagfile or a flagfile line that is not a
+flag. In main: `errors.UserError`, app.UsageError and OSError (a missing, unreadable or unwritable file). Each
+ends as `error: <what> (<file:line, file or --flag>)` (see `errors.one_line`). Anything else is a bug and raises
+with its traceback. absl's `-v 1` (`--verbosity=1`) shows the traceback of an expected error too.
+"""
+import os
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from bert_flow_tf.utils import errors
+
+_FLAG_ERRORS = (app.UsageError, flags.Error)
+_FLAGFILE_PREFIXES = ("--flagfile=", "-flagfile=")
+
+
+def _exit(line):
+  sys.stdout.flush()
+  sys.stderr.write(line + "\n")
+  sys.exit(1)
+
+
+def _check_flagfile(path, seen=()):
+  """Raises UserError at the first line of `path` (or a flagfile it includes) that absl would not read as a
+  flag (absl passes such a line on as a positional argument); skips blank lines and # or // comments."""
+  if not os.path.isfile(path):
+    raise errors.missing_file("flagfile not found", path)
+  if os.path.realpath(path) in seen:
+    return
+  with open(path, encoding="utf-8") as f:
+    lines = f.read().splitlines()
+  for number, line in enumerate(lines, start=1):
+    text = line.strip()
+    if not text or text.startswith(("#", "//")):
+      continue
+    if not text.startswith("-"):
+      raise errors.UserError(f"flagfile line is not a flag: {text!r} (write --name=value)", f"{path}:{number}")
+    if text.startswith(_FLAGFILE_PREFIXES):
+      _check_flagfile(text.split("=", 1)[1], seen + (os.path.realpath(path),))
+
+
+def parse_flags(argv):
+  """app.run's flags_parser: absl's parsing, with one-line errors (the command line's flagfiles checked first)."""
+  try:
+    for arg in argv[1:]:
+      if arg == "--":
+        break
+      if arg.startswith(_FLAGFILE_PREFIXES):
+        _check_flagfile(arg.split("=", 1)[1])
+    return flags.FLAGS(argv)
+  except (errors.UserError, OSError, flags.Error) as e:
+    _exit(errors.one_line(e, _FLAG_ERRORS))
+
+
+def run(main):
+  """app.run(main) with expected errors told in one line (see the module notes)."""
+
+  def main_with_one_line_errors(argv):
+    try:
+      return main(argv)
+    except Exception as e:  # pylint: disable=broad-except
+      line = errors.one_line(e, _FLAG_ERRORS)
+      if line is None or logging.get_verbosity() >= 1:
+        raise
+      _exit(line)
+
+  app.run(main_with_one_line_errors, flags_parser=parse_flags)

@@ -1,0 +1,120 @@
+"""SIGKILL safety: run_flow.py and run_siamese.py killed with a real `kill -9` at several points, then rerun.
+
+Each kill is sent when a file shows the run is in the phase to hit (the embedding store's model.json: embedding;
+a flow checkpoint: fitting; the export's hidden temporary SavedModel: exporting; a training checkpoint: siamese
+training). The state left behind is checked to be that phase's, and the final rerun must give the results of an
+uninterrupted run exactly. A tiny random BERT and 24 rows per STS-B split keep each run to a few seconds of work.
+"""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests import tiny_runs
+
+
+def _run_until(script, args, cwd, marker, log, timeout=300):
+  """Starts an entry point (its stdout and stderr go to the file `log`), sends SIGKILL once `marker()` is true;
+  returns True if the kill came before the process ended by itself."""
+  env = dict(os.environ, PYTHONPATH=tiny_runs.REPO)
+  with open(log, "wb") as f:
+    process = subprocess.Popen(tiny_runs.command(script, args), cwd=cwd, env=env, stdout=f, stderr=f)
+  deadline = time.monotonic() + timeout
+  try:
+    while time.monotonic() < deadline:
+      if process.poll() is not None:
+        return False
+      if marker():
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        return True
+      time.sleep(0.01)
+    raise AssertionError(f"{script}: no marker within {timeout} s")
+  finally:
+    if process.poll() is None:
+      process.kill()
+      process.wait()
+
+
+def _exists(folder, pattern):
+  return lambda: any(folder.glob(pattern))
+
+
+@pytest.fixture(scope="module")
+def flow_setup(tmp_path_factory, data_dir):
+  root = tmp_path_factory.mktemp("sigkill_flow")
+  model = tiny_runs.tiny_model_dir(root)
+  data = tiny_runs.tiny_stsb(data_dir, root / "data", rows=24)
+  flow = tiny_runs.tiny_flow_config(root / "tiny_flow.json")
+  return root, ["--model_dir", model, "--data_dir", data, "--task_name=sts-b", "--sentence_embedding_type=last-avg",
+                "--flow_model_config", flow, "--train_batch_size=2", "--save_checkpoints_steps=4",
+                "--baselines=whitening", "--exp_name=k"]
+
+
+@pytest.mark.slow
+def test_run_flow_killed_while_embedding_fitting_and_exporting_resumes_to_the_same_results(flow_setup):
+  root, args = flow_setup
+  reference = tiny_runs.run("run_flow", args + [f"--output_parent_dir={root / 'ref'}",
+                                                f"--export_dir={root / 'ref_export'}"], cwd=root)
+  assert reference.returncode == 0, reference.stderr[-3000:]
+  expected = json.loads((root / "ref" / "k" / "results.json").read_text())
+
+  exp, export = root / "exp", root / "export"
+  run_args = args + [f"--output_parent_dir={exp}", f"--export_dir={export}"]
+  out, flow_dir = exp / "k", exp / "k" / "flows" / "target-STS-B"
+  tried = survived = 0
+  # 1. While embedding: the store has written model.json and encodes (traces, then runs) the sentences.
+  tried += 1
+  assert _run_until("run_flow", run_args, root, _exists(exp / "cache", "*/model.json"), root / "1.log")
+  assert not flow_dir.exists() and not (out / "results.json").exists()
+  # 2. While fitting: once the first flow checkpoint (step 4 of 36) is recorded in the `checkpoint` file. Reaching
+  # it, the rerun survived kill 1.
+  tried += 1
+  assert _run_until("run_flow", run_args, root, _exists(flow_dir, "checkpoint"), root / "2.log")
+  survived += 1
+  assert not json.loads((flow_dir / "flow.json").read_text())["complete"]
+  assert not (out / "results.json").exists()
+  # 3. While exporting: the text SavedModel is being written into its hidden temporary directory. The results,
+  # written before the export began, are those of the uninterrupted run: the rerun survived kill 2.
+  tried += 1
+  assert _run_until("run_flow", run_args, root, _exists(export / "text", ".tmp-*"), root / "3.log")
+  assert "resuming from" in (root / "3.log").read_text()
+  assert json.loads((out / "results.json").read_text()) == expected
+  survived += 1
+  assert not (export / "text" / "1").exists() and not (export / "export_info.json").exists()
+  # 4. The rerun completes: the cached vectors, the fitted flow, and a complete export.
+  final = tiny_runs.run("run_flow", run_args, cwd=root)
+  assert final.returncode == 0, final.stderr[-3000:]
+  assert "already fitted" in final.stderr
+  assert json.loads((out / "results.json").read_text()) == expected
+  assert (export / "text" / "1" / "saved_model.pb").is_file() and (export / "export_info.json").is_file()
+  survived += 1
+  print(f"run_flow.py: {tried} kills tried, {survived} survived")
+  assert survived == tried == 3
+
+
+@pytest.mark.slow
+def test_run_siamese_killed_mid_training_resumes_to_the_same_results(tmp_path):
+  from tests.siamese_test import make_tiny_setup  # pylint: disable=g-import-not-at-top
+  model, data = make_tiny_setup(tmp_path)
+  args = ["--task_name=snli", f"--data_dir={data}", f"--model_dir={model}", "--train_splits=dev,test",
+          "--max_seq_length=16", "--train_batch_size=4", "--num_train_epochs=1", "--save_checkpoints_steps=2",
+          "--learning_rate=1e-3", "--flow", "--flow_loss", "--flow_model_config=config_l2_d2_w32", "--do_train",
+          "--do_eval", "--do_predict"]
+  reference = tiny_runs.run("run_siamese", args + [f"--output_dir={tmp_path / 'ref'}"], cwd=tmp_path)
+  assert reference.returncode == 0, reference.stderr[-3000:]
+
+  out = tmp_path / "out"
+  run_args = args + [f"--output_dir={out}"]
+  assert _run_until("run_siamese", run_args, tmp_path, _exists(out / "checkpoints", "checkpoint"),
+                    tmp_path / "killed.log")
+  assert not (out / "eval_results.json").exists()  # killed after step 2 of 12
+  final = tiny_runs.run("run_siamese", run_args, cwd=tmp_path)
+  assert final.returncode == 0, final.stderr[-3000:]
+  assert "restored" in final.stderr
+  for name in ("eval_results.json", "test_results.tsv"):
+    assert (out / name).read_text() == (tmp_path / "ref" / name).read_text(), name
+  print("run_siamese.py: 1 kill tried, 1 survived")

@@ -1,0 +1,54 @@
+"""Helpers for tests that run the entry points as subprocesses on a tiny model and a few real STS-B rows."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = {"encode": ["-m", "bert_flow_tf.encode"], "run_flow": [os.path.join(REPO, "run_flow.py")],
+           "run_siamese": [os.path.join(REPO, "run_siamese.py")]}
+# Lines that are logs, not messages: absl's Python log lines and TensorFlow's native start-up notices (glog format,
+# and the banner before absl::InitializeLog, which the C++ runtime prints whatever TF_CPP_MIN_LOG_LEVEL says).
+_LOG_LINE = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ \S+:\d+\]|WARNING: All log messages before absl|"
+                       r"INFO:tensorflow:|WARNING:tensorflow:|To enable the following instructions)")
+
+
+def tiny_model_dir(folder):
+  """Writes the tiny random BERT of tests/embedding/tiny_model.py as an HF directory; returns its path (str)."""
+  from bert_flow_tf.loaders import safetensors as hf_loader  # pylint: disable=g-import-not-at-top
+  from tests.embedding.tiny_model import tiny_model  # pylint: disable=g-import-not-at-top
+  loaded = tiny_model(folder / "source")
+  hf_loader.save_hf_encoder(loaded.encoder, loaded.config, str(folder / "model"), vocab_file=loaded.vocab_file)
+  return str(folder / "model")
+
+
+def tiny_stsb(data_dir, out_dir, rows):
+  """A data dir whose STS-B csv files hold the first `rows` lines of the real ones; returns it (str)."""
+  target = out_dir / "stsbenchmark"
+  target.mkdir(parents=True)
+  for split in ("train", "dev", "test"):
+    lines = (data_dir / "stsbenchmark" / f"sts-{split}.csv").read_bytes().split(b"\n")[:rows]
+    (target / f"sts-{split}.csv").write_bytes(b"\n".join(lines) + b"\n")
+  return str(out_dir)
+
+
+def tiny_flow_config(path):
+  """A one-step, two-level Glow config of width 8 (fits in a second); returns its path (str)."""
+  path.write_text(json.dumps({"coupling_width": 8, "n_levels": 2, "depth": 1}))
+  return str(path)
+
+
+def command(script, args):
+  return [sys.executable] + SCRIPTS[script] + list(args)
+
+
+def run(script, args, cwd, timeout=600):
+  """subprocess.CompletedProcess of an entry point ("encode", "run_flow", "run_siamese") run from the repo root."""
+  env = dict(os.environ, PYTHONPATH=REPO)
+  return subprocess.run(command(script, args), capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env)
+
+
+def messages(stderr):
+  """The lines of stderr that are not log lines (see _LOG_LINE)."""
+  return [line for line in stderr.splitlines() if line.strip() and not _LOG_LINE.match(line)]
