@@ -32,7 +32,7 @@ def test_an_experiment_with_the_analysis_writes_every_file(tmp_path):
                             data_dir=str(_stsb(tmp_path / "data")), output_dir=str(out), max_seq_length=16,
                             fit_on=(), baselines=("sn",), analysis=True)
   experiment = Experiment(config)
-  experiment.store.get(experiment.sentences(), ["mean-3"])
+  experiment.store.get([s for p in experiment.pairsets() for s in (*p.sentences_a, *p.sentences_b)], ["mean-3"])
   experiment.run()
   assert list(experiment.lexical) == ["gold", "none", "sn (target)"]
   for name in (report.FIGURE2_FILE, "isotropy_sts-b.png"):
