@@ -38,6 +38,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-posi
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 # pylint: disable=wrong-import-position
+from bert_flow_tf.calibration import fit_flow
 from bert_flow_tf import export
 from bert_flow_tf import loaders
 from bert_flow_tf.data import sts
@@ -94,7 +95,7 @@ def main():
 
   def in_process(batch):
     x = embedder.encode(batch, batch_size=args.batch_size, show_progress=False)
-    return x if flow is None else flow(tf.constant(x), training=False)[0].numpy()
+    return x if flow is None else fit_flow.transform(flow, x)
 
   serve = export.load_text_model(text_dir).signatures["serving_default"]
   session = session_loader.SessionModel(text_dir)
