@@ -41,24 +41,14 @@ sys.path.insert(0, str(REPO))
 from bert_flow_tf.calibration import fit_flow
 from bert_flow_tf import export
 from bert_flow_tf import loaders
-from bert_flow_tf.data import sts
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.modeling import presets
 from bert_flow_tf.serving import session_loader
+from bench.encode import stsb_sentences
 from glow.model import Glow
 # pylint: enable=wrong-import-position
 
 MAX_SEQ_LENGTH = 64
-
-
-def stsb_sentences(data_dir):
-  """Unique sentences of STS-B train, dev and test (first-seen order)."""
-  sentences = {}
-  for split in sts.load_stsb(data_dir):
-    for a, b in zip(split.sentences_a, split.sentences_b):
-      sentences.setdefault(a, None)
-      sentences.setdefault(b, None)
-  return list(sentences)
 
 
 def percentile_ms(seconds, q):
