@@ -53,7 +53,7 @@ def test_encode_command_and_bad_input(tmp_path, minilm_dir):
   bad.write_bytes(b"fine\nbad \xff byte\n")
   result = subprocess.run(cmd[:5] + [str(bad)] + cmd[6:], capture_output=True, text=True)
   assert result.returncode != 0
-  assert f"{bad}:2: not valid UTF-8" in result.stderr
+  assert result.stderr.splitlines()[-1] == f"error: not valid UTF-8 (byte 0xff at column 5) ({bad}:2)"
 
 
 def test_read_lines_errors(tmp_path):

@@ -83,7 +83,7 @@ def test_original_glow_loads_with_its_z_and_logdet(original, key):
 def test_encoder_loads_and_the_rest_is_ignored_in_one_line(original, caplog):
   from bert_flow_tf import loaders
   root = original["dir"]
-  with caplog.at_level("INFO"):
+  with caplog.at_level("INFO", logger="absl"):
     loaded = loaders.load_model(None, bert_config_file=str(root / "bert_config.json"),
                                 vocab_file=str(root / "vocab.txt"), init_checkpoint=original["additive_reversal"])
   from bert_flow_tf.loaders import names as names_lib
