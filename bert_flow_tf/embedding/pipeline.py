@@ -2,7 +2,7 @@
 
 Everything here runs on the host inside tf.data (never inside the replica function): tensorflow-text
 tokenization in chunks, grouping by length, packing `[CLS] pieces [SEP]` and prefetching, so that tokenizing the
-next batches overlaps the encoder.
+next batches overlaps the encoder. Autotuning is off (`utils.tf_data`).
 
   dynamic shapes (CPU, GPU)   sentences are grouped by their exact length (tokens with [CLS] and [SEP]), so a
                               batch needs no padding; a length's last batch may be smaller. (Buckets 8 tokens
@@ -17,9 +17,12 @@ Each element is a dict: int32 [B, S] `input_word_ids`, `input_mask`, `input_type
 """
 import tensorflow as tf
 
+from bert_flow_tf.utils import tf_data
+
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 STATIC_LENGTHS = (16, 32, 48, 64)
 _TOKENIZE_CHUNK = 1024
+_PREFETCH_BATCHES = 8
 
 
 def static_lengths(max_seq_length):
@@ -98,4 +101,5 @@ class InputPipeline:
     dataset = dataset.bucket_by_sequence_length(
         lambda example_id, pieces, length, truncated: length, self.boundaries,
         [self.batch_size] * (len(self.boundaries) + 1), padding_values=(tf.constant(0, tf.int64), -1, 0, False))
-    return dataset.map(self._pack, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    dataset = dataset.map(self._pack, num_parallel_calls=tf.data.AUTOTUNE).prefetch(_PREFETCH_BATCHES)
+    return tf_data.untuned(dataset)

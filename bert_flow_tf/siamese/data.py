@@ -8,6 +8,8 @@ Legend: N = pairs, S = sequence length.
 import numpy as np
 import tensorflow as tf
 
+from bert_flow_tf.utils import tf_data
+
 SPLITS = ("train", "dev", "test")
 
 
@@ -97,7 +99,7 @@ def make_dataset(features, batch_size, static_shapes, order=None):
   dataset = tf.data.Dataset.from_tensor_slices(features).batch(batch_size, drop_remainder=True)
   if not static_shapes:
     dataset = dataset.map(_trim_to_longest)
-  return dataset.prefetch(2)
+  return tf_data.untuned(dataset.prefetch(2))
 
 
 def pad_rows(features, multiple):

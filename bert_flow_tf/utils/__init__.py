@@ -4,4 +4,5 @@
   progress.py     progress lines on stderr
   logs.py         quiet TensorFlow start-up logs
   distribute.py   tf.distribute strategy and mixed-precision policy
+  tf_data.py      the tf.data options every dataset runs with (autotuning off)
 """

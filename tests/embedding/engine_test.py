@@ -40,6 +40,12 @@ def test_pipeline_keeps_every_sentence_once(model, static_shapes):
   assert sum(int(b["truncated"].numpy().sum()) for b in batches) == 1
 
 
+def test_pipeline_runs_without_autotuning(model):
+  # With autotuning on, deleting a finished iterator could stall for tens of seconds (utils/tf_data.py).
+  embedder = SentenceEmbedder(model, "last-avg", max_seq_length=16)
+  assert pipeline.make_dataset(SENTENCES, embedder.tokenizer, 4).options().autotune.enabled is False
+
+
 def test_single_device_matches_one_sentence_at_a_time(model):
   embedder = SentenceEmbedder(model, "first-last-avg", max_seq_length=16)
   np.testing.assert_allclose(embedder.encode(SENTENCES, batch_size=4), one_at_a_time(embedder, SENTENCES),
