@@ -1,9 +1,10 @@
 """How many cores the encoder really gets: repeated identical encodes (wall vs CPU time), and the encoder alone on
 pre-made batches against a whole `SentenceEmbedder.encode`; prints one JSON object.
 
-On a 2-core machine a call whose CPU seconds are about its wall seconds ran on one core's worth of time. The
-model-alone pass runs the same traced replica function over batches already made by the pipeline (listed first),
-so its difference from `encode` is what the pipeline and the scheduling cost.
+A call whose wall time grows while its CPU seconds stay put waited on something (that is how the tf.data
+autotuning stall, `bert_flow_tf/utils/tf_data.py`, showed). The model-alone pass runs the same traced replica
+function over batches already made by the pipeline (listed first), so its difference from `encode` is what the
+pipeline and the scheduling cost.
 
 Usage (from the repository root): python bench/cores.py [--sentences 4000] [--repeats 6]
 """
