@@ -41,10 +41,14 @@ class BertEncoder(keras.layers.Layer):
     embedding_output = x
     # In the compute dtype (float16/bfloat16 under a mixed-precision policy); -10000 fits in float16.
     attention_bias = tf.cast((1.0 - mask)[:, tf.newaxis, tf.newaxis, :] * -10000.0, x.dtype)  # [B, 1, 1, S]
+    # The blocks keep the tokens as rows of one 2-D matrix: each dense layer is one matmul (fused with its bias).
+    batch, seq, hidden = tf.shape(word_ids)[0], tf.shape(word_ids)[1], self.config.hidden_size
+    rows = tf.reshape(x, [-1, hidden])                                            # [B*S, H]
     encoder_outputs = []
     for block in self.blocks[:num_blocks]:
-      x = block(x, attention_bias, training=training)
-      encoder_outputs.append(x)
+      rows = block(rows, attention_bias, training=training)
+      encoder_outputs.append(tf.reshape(rows, [batch, seq, hidden]))             # [B, S, H]
+    x = encoder_outputs[-1] if encoder_outputs else x
     if len(encoder_outputs) < len(self.blocks):
       return {"embedding_output": embedding_output, "encoder_outputs": encoder_outputs}
     return {

@@ -66,8 +66,9 @@ class BertEmbeddings(keras.layers.Layer):
 class SelfAttention(keras.layers.Layer):
   """Multi-head scaled dot-product self-attention (no output projection; the block owns that).
 
-  Call args: x float32 [B, S, H]; attention_bias float32 [B, 1, 1, S], 0 for tokens and -10000 for padding.
-  Returns the context float32 [B, S, H].
+  Call args: x float32 [B*S, H], the batch's tokens as rows (2-D, as google-research/bert keeps them: every
+  dense layer is then one plain matmul); attention_bias float32 [B, 1, 1, S], 0 for tokens and -10000 for padding.
+  Returns the context float32 [B*S, H].
   """
 
   def __init__(self, config, **kwargs):
@@ -88,18 +89,18 @@ class SelfAttention(keras.layers.Layer):
     return tf.transpose(x, [0, 2, 1, 3])                                       # [B, N, S, D]
 
   def call(self, x, attention_bias, training=False):
-    batch, seq = tf.shape(x)[0], tf.shape(x)[1]
+    batch, seq = tf.shape(attention_bias)[0], tf.shape(attention_bias)[3]
     q = self._split_heads(self.query(x), batch, seq)                           # [B, N, S, D]
     k = self._split_heads(self.key(x), batch, seq)                             # [B, N, S, D]
     v = self._split_heads(self.value(x), batch, seq)                           # [B, N, S, D]
     logits = tf.matmul(q, k, transpose_b=True) * (1.0 / math.sqrt(self.head_size))  # [B, N, S, S]
     probs = self.dropout(tf.nn.softmax(logits + attention_bias), training=training)
     context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])                  # [B, S, N, D]
-    return tf.reshape(context, [batch, seq, self.num_heads * self.head_size])  # [B, S, H]
+    return tf.reshape(context, [batch * seq, self.num_heads * self.head_size])  # [B*S, H]
 
 
 class TransformerBlock(keras.layers.Layer):
-  """One post-LN BERT block. Call args as SelfAttention; returns float32 [B, S, H]."""
+  """One post-LN BERT block. Call args as SelfAttention; returns float32 [B*S, H]."""
 
   def __init__(self, config, **kwargs):
     super().__init__(**kwargs)
@@ -121,7 +122,7 @@ class TransformerBlock(keras.layers.Layer):
     super().build(input_shape)
 
   def call(self, x, attention_bias, training=False):
-    attended = self.attention_output(self.attention(x, attention_bias, training=training))   # [B, S, H]
+    attended = self.attention_output(self.attention(x, attention_bias, training=training))   # [B*S, H]
     x = self.attention_layer_norm(x + self.dropout(attended, training=training))
-    hidden = self.output_dense(self.intermediate(x))                                          # [B, S, I] -> [B, S, H]
+    hidden = self.output_dense(self.intermediate(x))                                          # [B*S, I] -> [B*S, H]
     return self.output_layer_norm(x + self.dropout(hidden, training=training))
