@@ -16,7 +16,6 @@ import shutil
 import tempfile
 
 import tensorflow as tf
-import tensorflow_hub as hub
 import tf_keras as keras
 
 from bert_flow_tf.loaders.loaded_model import LoadedModel
@@ -81,6 +80,8 @@ class HubEncoder(keras.layers.Layer):
 
   def __init__(self, saved_model, **kwargs):
     super().__init__(**kwargs)
+    # Imported here, not at the top: with pkg_resources it costs every process ~0.2 s, and only this layer uses it.
+    import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
     self.hub_layer = hub.KerasLayer(saved_model, trainable=True, name="hub_encoder")
 
   def call(self, inputs, training=False):
