@@ -37,25 +37,25 @@ class BertEncoder(keras.layers.Layer):
   def call(self, inputs, training=False, num_blocks=None):
     word_ids = inputs["input_word_ids"]
     mask = tf.cast(inputs["input_mask"], tf.float32)                              # [B, S]
-    x = self.embeddings(word_ids, inputs["input_type_ids"], training=training)   # [B, S, H]
-    embedding_output = x
+    embedding_output = self.embeddings(word_ids, inputs["input_type_ids"], training=training)   # [B, S, H]
     # In the compute dtype (float16/bfloat16 under a mixed-precision policy); -10000 fits in float16.
-    attention_bias = tf.cast((1.0 - mask)[:, tf.newaxis, tf.newaxis, :] * -10000.0, x.dtype)  # [B, 1, 1, S]
+    attention_bias = tf.cast((1.0 - mask)[:, tf.newaxis, tf.newaxis, :] * -10000.0,
+                             embedding_output.dtype)                                         # [B, 1, 1, S]
     # The blocks keep the tokens as rows of one 2-D matrix: each dense layer is one matmul (fused with its bias).
     batch, seq, hidden = tf.shape(word_ids)[0], tf.shape(word_ids)[1], self.config.hidden_size
-    rows = tf.reshape(x, [-1, hidden])                                            # [B*S, H]
+    rows = tf.reshape(embedding_output, [-1, hidden])                             # [B*S, H]
     encoder_outputs = []
     for block in self.blocks[:num_blocks]:
       rows = block(rows, attention_bias, training=training)
       encoder_outputs.append(tf.reshape(rows, [batch, seq, hidden]))             # [B, S, H]
-    x = encoder_outputs[-1] if encoder_outputs else x
     if len(encoder_outputs) < len(self.blocks):
       return {"embedding_output": embedding_output, "encoder_outputs": encoder_outputs}
+    sequence_output = encoder_outputs[-1] if encoder_outputs else embedding_output
     return {
         "embedding_output": embedding_output,
         "encoder_outputs": encoder_outputs,
-        "sequence_output": x,
-        "pooled_output": self.pooler(x[:, 0]),                                    # [B, H]
+        "sequence_output": sequence_output,
+        "pooled_output": self.pooler(sequence_output[:, 0]),                      # [B, H]
     }
 
   def build_variables(self):
