@@ -23,6 +23,7 @@ from bert_flow_tf import loaders
 from bert_flow_tf.embedding import pipeline
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.modeling import pooling as pooling_lib
+from bench.encode import DATA_DIR
 from bench.encode import stsb_sentences
 
 
@@ -41,7 +42,7 @@ def timed(fn):
 def main():
   parser = argparse.ArgumentParser()
   parser.add_argument("--model", default="all-minilm-l6-v2")
-  parser.add_argument("--data_dir", default=os.environ.get("BERT_FLOW_DATA", "../shared/data"))
+  parser.add_argument("--data_dir", default=DATA_DIR)
   parser.add_argument("--sentences", type=int, default=4000)
   parser.add_argument("--repeats", type=int, default=6)
   args = parser.parse_args()

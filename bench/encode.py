@@ -46,6 +46,8 @@ import time
 import numpy as np
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+# The --data_dir default of the benches: $BERT_FLOW_DATA, else ../shared/data beside the repository.
+DATA_DIR = os.environ.get("BERT_FLOW_DATA", str(REPO.parent / "shared" / "data"))
 TORCH_THREADS = 2
 
 
@@ -163,7 +165,7 @@ def torch_python(requested):
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--model", default=None, help="model dir or preset name; default bert_flow_tf's preset")
-  parser.add_argument("--data_dir", default=os.environ.get("BERT_FLOW_DATA", str(REPO.parent / "shared/data")))
+  parser.add_argument("--data_dir", default=DATA_DIR)
   parser.add_argument("--pooling", default="last-avg")
   parser.add_argument("--batch_size", type=int, default=64)
   parser.add_argument("--max_seq_length", type=int, default=64)

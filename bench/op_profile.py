@@ -29,6 +29,7 @@ from tensorflow.tsl.profiler.protobuf import xplane_pb2
 from bert_flow_tf import loaders
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.modeling import pooling as pooling_lib
+from bench.encode import DATA_DIR
 from bench.encode import stsb_sentences
 
 
@@ -54,7 +55,7 @@ def op_seconds(log_dir):
 def main():
   parser = argparse.ArgumentParser()
   parser.add_argument("--model", default="all-minilm-l6-v2")
-  parser.add_argument("--data_dir", default=os.environ.get("BERT_FLOW_DATA", "../shared/data"))
+  parser.add_argument("--data_dir", default=DATA_DIR)
   parser.add_argument("--pooling", default="last-avg")
   parser.add_argument("--batch_size", type=int, default=64)
   parser.add_argument("--length", type=int, default=15, help="tokens per sentence, [CLS] and [SEP] included")

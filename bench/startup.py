@@ -27,9 +27,10 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 # pylint: disable=wrong-import-position
+from bench.encode import DATA_DIR
+from bench.encode import REPO
 from bench.encode import stsb_sentences
 
-_ROOT = pathlib.Path(__file__).resolve().parents[1]
 _MARKS = (("import", "strategy "), ("load", "encoding "), ("encode", "wrote "))
 _EXIT_CHILD = """
 import gc, sys, time
@@ -53,12 +54,13 @@ def encode_phases(sentence_file, model):
     start = time.time()
     run = subprocess.run([sys.executable, "-m", "bert_flow_tf.encode", "--model_dir", model, "--input_file",
                           sentence_file, "--output_file", os.path.join(tmp, "out.npy")],
-                         cwd=_ROOT, capture_output=True, text=True, check=True)
+                         cwd=REPO, capture_output=True, text=True, check=True)
     end = time.time()
   times, previous = {}, start
   for phase, text in _MARKS:
     line = next(l for l in run.stderr.splitlines() if l.startswith("I") and f"] {text}" in l)
-    times[phase], previous = round(_log_time(line) - previous, 2), _log_time(line)
+    stamp = _log_time(line)
+    times[phase], previous = round(stamp - previous, 2), stamp
   times["exit"] = round(end - previous, 2)
   times["total"] = round(end - start, 2)
   return times
@@ -66,7 +68,7 @@ def encode_phases(sentence_file, model):
 
 def exit_seconds(freeze):
   """Seconds from the last statement to the process's end, after importing the entry module."""
-  run = subprocess.run([sys.executable, "-c", _EXIT_CHILD.format(freeze=freeze)], cwd=_ROOT, capture_output=True,
+  run = subprocess.run([sys.executable, "-c", _EXIT_CHILD.format(freeze=freeze)], cwd=REPO, capture_output=True,
                        text=True, check=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
   return round(time.time() - float(run.stdout.split()[-1]), 2)
 
@@ -74,7 +76,7 @@ def exit_seconds(freeze):
 def main():
   parser = argparse.ArgumentParser()
   parser.add_argument("--model", default="all-minilm-l6-v2")
-  parser.add_argument("--data_dir", default=os.environ.get("BERT_FLOW_DATA", "../shared/data"))
+  parser.add_argument("--data_dir", default=DATA_DIR)
   parser.add_argument("--sentences", type=int, default=64)
   parser.add_argument("--repeats", type=int, default=5)
   args = parser.parse_args()
