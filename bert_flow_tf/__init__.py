@@ -2,14 +2,11 @@
 
 The Python API (bert_flow_tf/api.py, README: Python API): load_encoder, Encoder, fit_flow, Flow, export_model,
 similarity, isotropy.
+
+Everything here is built on Keras 2, imported by name (`import tf_keras`); importing the package leaves the
+caller's `tf.keras` alone. The commands (bert_flow_tf/cli/, bert_flow_tf/encode.py) own their process and set
+TF_USE_LEGACY_KERAS=1 before TensorFlow loads, so that it skips importing Keras 3 (about 1.5 s of start-up).
 """
-import os
-
-# Everything here is built on Keras 2 (tf_keras; hub.KerasLayer needs it). Saying so before TensorFlow is imported
-# keeps `import tensorflow` from also importing Keras 3, which this project never uses (and matplotlib through it,
-# when installed): about 1.5 s less start-up per process. A no-op when TensorFlow was imported first.
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-
 __all__ = ["load_encoder", "Encoder", "fit_flow", "Flow", "export_model", "similarity", "isotropy"]
 
 

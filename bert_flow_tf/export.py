@@ -9,7 +9,9 @@
       serving_default: input_word_ids, input_mask, input_type_ids int32 [B, S] -> embeddings float32 [B, D]
   <export_dir>/export_info.json  model source, pooling, max_seq_length, do_lower_case, flow config, D.
 
-Each SavedModel carries TF Serving warm-up requests in `assets.extra/` (bert_flow_tf.serving.warmup). The text
+Each SavedModel carries TF Serving warm-up requests in `assets.extra/` (bert_flow_tf.serving.warmup) when
+tensorflow-serving-api is installed (the `serving` extra); without it the models are written without them and a
+warning says so (the server then pays for its first requests' graph optimization). The text
 model's root is also callable (tf.string [B] -> float32 [B, D]), so `hub.KerasLayer(<export_dir>/text/<version>)`
 works without naming a signature.
 
@@ -31,9 +33,9 @@ import types
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from bert_flow_tf.modeling import pooling as pooling_lib
-from bert_flow_tf.serving import warmup
 from bert_flow_tf.utils import io_utils
 
 INFO_FILE = "export_info.json"
@@ -144,12 +146,14 @@ def export_models(embedder, flow, export_dir, version=1, overwrite=False):
   for path in paths.values():
     if os.path.exists(path) and not overwrite:
       raise FileExistsError(f"{path} exists; pass overwrite=True or choose another version")
+  warmup = _warmup_module()
   text = _TextEmbedder(embedder, flow)
   _save_atomically(text, paths["text"], {"serving_default": text.serve_text,
-                                         "similarity": text.serve_similarity}, warmup.text_model_logs())
+                                         "similarity": text.serve_similarity},
+                   warmup and warmup.text_model_logs())
   ids = _IdsEmbedder(embedder, flow)
   _save_atomically(ids, paths["ids"], {"serving_default": ids.serve_ids},
-                   warmup.ids_model_logs(embedder.tokenizer))
+                   warmup and warmup.ids_model_logs(embedder.tokenizer))
   info_path = os.path.join(export_dir, INFO_FILE)
   io_utils.write_text(info_path, json.dumps(export_info(embedder, flow, version), indent=2) + "\n")
   return dict(paths, info=info_path)
@@ -178,14 +182,32 @@ def export_info(embedder, flow, version):
   }
 
 
-def _save_atomically(module, path, signatures, warmup_logs):
-  """tf.saved_model.save and the warm-up records into a temporary sibling of `path`, then renames it onto `path`."""
+def _warmup_module():
+  """bert_flow_tf.serving.warmup, or None (with a warning) when tensorflow-serving-api is not installed."""
+  try:
+    from bert_flow_tf.serving import warmup  # pylint: disable=g-import-not-at-top,import-outside-toplevel
+  except ImportError as e:
+    logging.warning("exporting without TF Serving warm-up requests: %s (pip install 'bert-flow-tf[serving]')", e)
+    return None
+  return warmup
+
+
+def _save_atomically(module, path, signatures, warmup_logs=None):
+  """tf.saved_model.save and the warm-up records into a temporary sibling of `path`, then renames it onto `path`.
+
+  Args:
+    module: the tf.Module to save.
+    path: str, the SavedModel directory.
+    signatures: dict name -> tf.function.
+    warmup_logs: list of PredictionLog (bert_flow_tf.serving.warmup), or None for no warm-up file.
+  """
   parent = os.path.dirname(os.path.abspath(path))
   os.makedirs(parent, exist_ok=True)
   tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-")
   try:
     tf.saved_model.save(module, tmp, signatures=signatures)
-    warmup.write(tmp, warmup_logs)
+    if warmup_logs:
+      _warmup_module().write(tmp, warmup_logs)
     if os.path.exists(path):  # overwrite: move the old version aside, swap, then delete it
       old = tmp + "-old"
       os.replace(path, old)

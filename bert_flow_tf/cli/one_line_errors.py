@@ -65,8 +65,17 @@ def parse_flags(argv):
     _exit(errors.one_line(e, _FLAG_ERRORS))
 
 
-def run(main):
-  """app.run(main) with expected errors told in one line (see the module notes)."""
+def run(main, flags_module=None):
+  """app.run(main) with expected errors told in one line (see the module notes).
+
+  Args:
+    main: callable(argv).
+    flags_module: str or None, the module that defines the command's flags, when it is not the script being run
+      (a console script, or the run_flow.py shim): `--help` lists that module's key flags as the script's.
+  """
+  if flags_module is not None:
+    for flag in flags.FLAGS.get_key_flags_for_module(flags_module):
+      flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
 
   def main_with_one_line_errors(argv):
     try:
