@@ -1,18 +1,27 @@
 """bert-flow-tf: BERT sentence embeddings and the BERT-flow calibration in TF2.
 
-The Python API (bert_flow_tf/api.py, README: Python API): load_encoder, Encoder, fit_flow, Flow, export_model,
-similarity, isotropy.
+The Python API (README: Python API):
+  SentenceEncoder   a BERT, a pooling and an optional calibration: from_pretrained, encode, fit, similarity,
+                    semantic_search, save/load, export (bert_flow_tf/sentence_encoder.py)
+  ExportedEncoder   the same encode, similarity and search from an export's SavedModels alone
+                    (bert_flow_tf/exported_encoder.py)
+  cos_sim, semantic_search   on vectors (bert_flow_tf/search.py); isotropy (bert_flow_tf/evaluation.py)
 
 Everything here is built on Keras 2, imported by name (`import tf_keras`); importing the package leaves the
 caller's `tf.keras` alone. The commands (bert_flow_tf/cli/, bert_flow_tf/encode.py) own their process and set
 TF_USE_LEGACY_KERAS=1 before TensorFlow loads, so that it skips importing Keras 3 (about 1.5 s of start-up).
 """
-__all__ = ["load_encoder", "Encoder", "fit_flow", "Flow", "export_model", "similarity", "isotropy"]
+import importlib
+
+# Public name -> its module. Imported on first use: they load TensorFlow, and `import bert_flow_tf.data` (numpy
+# only) stays light.
+_PUBLIC = {"SentenceEncoder": "bert_flow_tf.sentence_encoder", "ExportedEncoder": "bert_flow_tf.exported_encoder",
+           "cos_sim": "bert_flow_tf.search", "semantic_search": "bert_flow_tf.search",
+           "isotropy": "bert_flow_tf.evaluation"}
+__all__ = sorted(_PUBLIC)
 
 
 def __getattr__(name):
-  # The API loads TensorFlow; importing it on first use keeps `import bert_flow_tf.data` (numpy only) light.
-  if name in __all__:
-    from bert_flow_tf import api  # pylint: disable=import-outside-toplevel
-    return getattr(api, name)
+  if name in _PUBLIC:
+    return getattr(importlib.import_module(_PUBLIC[name]), name)
   raise AttributeError(f"module 'bert_flow_tf' has no attribute {name!r}")

@@ -7,6 +7,9 @@
       similarity:      sentences_a, sentences_b string [B]         -> cosine float32 [B]
   <export_dir>/ids/<version>/    tokenizer-free (no TF.Text ops), for servers built without them.
       serving_default: input_word_ids, input_mask, input_type_ids int32 [B, S] -> embeddings float32 [B, D]
+  <export_dir>/search/<version>/ (with a corpus, `export_search_model`) the text model + the corpus, top-k in the graph.
+      serving_default: queries string [B], k int32 [] -> indices int32 [B, k], scores float32 [B, k],
+                       sentences string [B, k]  (k' = min(k, M) columns, best first)
   <export_dir>/export_info.json  model source, pooling, max_seq_length, do_lower_case, flow config, D.
 
 Each SavedModel carries TF Serving warm-up requests in `assets.extra/` (bert_flow_tf.serving.warmup) when
@@ -23,7 +26,12 @@ flow it is the flow's z (all levels' latents concatenated, width D).
 Each SavedModel is written to a hidden temporary directory beside its target and renamed into place, so a crash
 leaves no half-written version (TF Serving ignores names that are not numbers).
 
-Legend: B = batch size, S = padded length, D = embedding width.
+The search model stores the corpus's calibrated vectors, L2-normalised, as a float32 [M, D] variable and its
+sentences as a string [M] variable; a query batch is embedded as by the text model, normalised, multiplied by the
+corpus matrix (cosine [B, M]) and reduced with `tf.math.top_k` (equal scores: the lower index first): core ops
+only, besides the tokenizer's. Its answers are those of `search.semantic_search` on the same vectors.
+
+Legend: B = batch size, S = padded length, D = embedding width, M = corpus sentences.
 """
 import json
 import os
@@ -119,6 +127,67 @@ class _TextEmbedder(_IdsEmbedder):
     return {"cosine": tf.reduce_sum(a * b, axis=1) / norms}
 
 
+class _SearchModel(tf.Module):
+  """The text embedder and a corpus: queries -> top-k corpus sentences by cosine; the search SavedModel's root."""
+
+  def __init__(self, embedder, flow, corpus_vectors, corpus_sentences):
+    super().__init__(name="search_model")
+    # The text embedder untracked, its variables and tokenizer (vocab asset) tracked: saving it tracked would
+    # also trace and store its own signatures, which this model does not serve.
+    text = _TextEmbedder(embedder, flow)
+    self._text = types.SimpleNamespace(embedder=text)
+    self.text_variables = list(text.variables)
+    self.tokenizer = text.tokenizer
+    norms = np.maximum(np.linalg.norm(corpus_vectors, axis=1, keepdims=True), _COSINE_EPS)
+    self.corpus = tf.Variable(np.asarray(corpus_vectors / norms, np.float32), trainable=False,
+                              name="corpus")                                         # [M, D], unit rows
+    self.sentences = tf.Variable(tf.constant(list(corpus_sentences), tf.string), trainable=False,
+                                 name="sentences")                                   # [M]
+
+  @tf.function(input_signature=[_TEXT_SPEC, tf.TensorSpec([], tf.int32)])
+  def serve_search(self, queries, k):
+    with tf.control_dependencies([tf.debugging.assert_positive(k, message="search needs k >= 1")]):
+      q = self._text.embedder.embed_text(queries)                                   # [B, D]
+    q = q / tf.maximum(tf.norm(q, axis=1, keepdims=True), _COSINE_EPS)
+    scores = tf.matmul(q, self.corpus, transpose_b=True)                              # [B, M]
+    top = tf.math.top_k(scores, k=tf.minimum(k, tf.shape(self.corpus)[0]))            # [B, k']
+    return {"indices": top.indices, "scores": top.values, "sentences": tf.gather(self.sentences, top.indices)}
+
+
+def export_search_model(embedder, flow, corpus_vectors, corpus_sentences, export_dir, version=1, overwrite=False):
+  """Writes export_dir/search/<version>: the text model's embedding and the corpus, searched in the graph.
+
+  Args:
+    embedder: SentenceEmbedder, as `export_models`.
+    flow: a glow.Glow over width D, or None.
+    corpus_vectors: float [M, D], the corpus's embeddings as this embedder and flow give them (normalised here).
+    corpus_sentences: list of M str.
+    export_dir: str. Base directory.
+    version: int >= 1.
+    overwrite: bool. Replace an existing version.
+
+  Returns:
+    str, the SavedModel directory.
+  """
+  corpus_vectors = np.asarray(corpus_vectors, np.float32)
+  if corpus_vectors.ndim != 2 or len(corpus_vectors) != len(corpus_sentences) or not len(corpus_sentences):
+    raise ValueError(f"the corpus needs vectors [M >= 1, D] for its M sentences, got {corpus_vectors.shape} for "
+                     f"{len(corpus_sentences)} sentences")
+  _check_version(version)
+  path = os.path.join(export_dir, "search", str(version))
+  if os.path.exists(path) and not overwrite:
+    raise FileExistsError(f"{path} exists; pass overwrite=True or choose another version")
+  model = _SearchModel(embedder, flow, corpus_vectors, corpus_sentences)
+  warmup = _warmup_module()
+  _save_atomically(model, path, {"serving_default": model.serve_search}, warmup and warmup.search_model_logs())
+  return path
+
+
+def _check_version(version):
+  if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+    raise ValueError(f"version must be an int >= 1 (a TF Serving version directory), got {version!r}")
+
+
 def export_models(embedder, flow, export_dir, version=1, overwrite=False):
   """Writes the text and ids SavedModels and export_info.json under `export_dir`.
 
@@ -137,8 +206,7 @@ def export_models(embedder, flow, export_dir, version=1, overwrite=False):
     ValueError: a bad version, or a flow whose width is not D.
     FileExistsError: a version directory exists and overwrite is False.
   """
-  if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-    raise ValueError(f"version must be an int >= 1 (a TF Serving version directory), got {version!r}")
+  _check_version(version)
   if flow is not None and flow.dim != embedder.dim:
     raise ValueError(f"flow width {flow.dim} != embedding width D={embedder.dim} "
                      f"({embedder.pooling.describe()})")

@@ -1,4 +1,5 @@
-"""The Python API (bert_flow_tf/api.py) against the code it wraps, and README's Python API example as written."""
+"""The Python API: SentenceEncoder and ExportedEncoder on the tiny random BERT, and README's example as written."""
+import ast
 import json
 import os
 import pathlib
@@ -10,55 +11,165 @@ import numpy as np
 import pytest
 
 import bert_flow_tf
-from bert_flow_tf import evaluation
-from bert_flow_tf import export
+from bert_flow_tf import loaders
+from bert_flow_tf.calibration import baselines
 from bert_flow_tf.calibration import fit_flow as fit_flow_lib
 from bert_flow_tf.data import sts
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
+from bert_flow_tf.serving import op_audit
+from bert_flow_tf.serving import session_loader
+from tests import tiny_runs
 from tests.embedding.tiny_model import SENTENCES, tiny_model
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+SentenceEncoder = bert_flow_tf.SentenceEncoder
+QUERIES = ["the guitar plays a man", "dog runs", "a man"]
 
 
-@pytest.fixture(name="tiny")
-def fixture_tiny(tmp_path):
-  """(tiny LoadedModel, path of a tiny Glow config)."""
-  flow_config = tmp_path / "tiny_flow.json"
+@pytest.fixture(scope="module", name="tiny")
+def fixture_tiny(tmp_path_factory):
+  """The tiny BERT as an HF directory on disk, and a tiny Glow config (width 16 = first-last-avg's D)."""
+  tmp = tmp_path_factory.mktemp("api")
+  flow_config = tmp / "tiny_flow.json"
   flow_config.write_text(json.dumps({"coupling_width": 8, "n_levels": 2, "depth": 1}))
-  return tiny_model(tmp_path / "model"), str(flow_config)
+  return {"dir": tiny_runs.tiny_model_dir(tmp), "flow_config": str(flow_config)}
 
 
-def test_sentences_to_calibrated_vectors(tmp_path, tiny):
-  model, flow_config = tiny
-  enc = bert_flow_tf.load_encoder(model, pooling="first-last-avg", max_seq_length=16)
-  vecs = enc.encode(SENTENCES)
-  # Through the store each distinct sentence is encoded once, so batches (and float rounding) differ.
-  np.testing.assert_allclose(vecs, SentenceEmbedder(model, "first-last-avg", 16).encode(SENTENCES), atol=1e-6)
-  flow = bert_flow_tf.fit_flow(vecs, config=flow_config, batch_size=4)
-  assert flow.summary["num_steps"] == 12 // 4  # 23 vectors -> 12 pairs (the last with the first) -> 3 steps
-  assert flow.isotropy == evaluation.isotropy(vecs)
-  z = flow.transform(vecs)
-  np.testing.assert_array_equal(z, fit_flow_lib.transform(flow.glow, vecs))
-  # From sentences, into a kept flow_dir: the same fit (same seed, same vectors), readable back.
-  kept = bert_flow_tf.fit_flow(SENTENCES, encoder=enc, config=flow_config, batch_size=4,
-                               flow_dir=str(tmp_path / "flow"))
-  np.testing.assert_allclose(kept.transform(vecs), z, atol=1e-6)
-  np.testing.assert_allclose(bert_flow_tf.Flow.load(str(tmp_path / "flow")).transform(vecs), z, atol=1e-6)
-  with pytest.raises(ValueError, match="encoder="):
-    bert_flow_tf.fit_flow(SENTENCES)
-  assert bert_flow_tf.similarity(z[0], z[1]) == pytest.approx(float(evaluation.cosine(z[:1], z[1:2])[0]))
-  np.testing.assert_array_equal(bert_flow_tf.similarity(z[:5], z[5:10]), evaluation.cosine(z[:5], z[5:10]))
+def _encoder(tiny, pooling="first-last-avg"):
+  return SentenceEncoder.from_pretrained(tiny["dir"], pooling=pooling, max_seq_length=16)
+
+
+def test_encode_a_str_a_list_per_call_batch_and_normalized(tiny, capfd):
+  enc = _encoder(tiny)
+  want = SentenceEmbedder(loaders.load_model(tiny["dir"]), "first-last-avg", 16).encode(SENTENCES,
+                                                                                        show_progress=False)
+  got = enc.encode(SENTENCES, batch_size=4)
+  assert got.shape == (len(SENTENCES), 16) and got.dtype == np.float32
+  np.testing.assert_allclose(got, want, atol=1e-6)
+  one = enc.encode("a man plays the guitar .")  # one sentence, not its characters
+  assert one.shape == (16,)
+  np.testing.assert_allclose(one, want[0], atol=1e-6)
+  unit = enc.encode(SENTENCES[:3], normalize_embeddings=True)
+  np.testing.assert_allclose(unit, want[:3] / np.linalg.norm(want[:3], axis=1, keepdims=True), atol=1e-6)
+  assert enc.encode([]).shape == (0, 16)
+  assert "encoding" not in capfd.readouterr().err  # no progress line for short inputs
+  with pytest.raises(ValueError, match="item 1 is int: 3"):
+    enc.encode(["a man", 3])
 
 
 @pytest.mark.slow
-def test_export_model_serves_the_flow(tmp_path, tiny):
-  model, flow_config = tiny
-  enc = bert_flow_tf.load_encoder(model, pooling="last-avg", max_seq_length=16)
-  vecs = enc.encode(SENTENCES)
-  flow = bert_flow_tf.fit_flow(vecs, config=flow_config, batch_size=4)
-  paths = bert_flow_tf.export_model(enc, flow, str(tmp_path / "export"))
-  served = export.encode_with_saved_model(paths["text"], SENTENCES[:6])
-  np.testing.assert_allclose(served, flow.transform(vecs[:6]), atol=1e-5)
+def test_fit_flow_then_save_and_load_bit_for_bit(tiny, tmp_path):
+  enc = _encoder(tiny)
+  assert enc.fit(SENTENCES, flow_config=tiny["flow_config"], batch_size=4) is enc
+  flow = enc.calibration
+  assert flow.method == "flow" and flow.summary["num_steps"] == 12 // 4  # 23 rows -> 12 pairs -> 3 steps
+  raw = enc.encode_raw(SENTENCES)
+  z = enc.encode(SENTENCES)
+  assert np.abs(z - raw).max() > 1e-3
+  np.testing.assert_array_equal(z, fit_flow_lib.transform(flow.glow, raw))
+  # The pairs are consecutive rows, the odd last one with the first (as run_flow.py pairs a sentences file).
+  rows_a, rows_b = list(range(0, 23, 2)), list(range(1, 23, 2)) + [0]
+  ref, _ = fit_flow_lib.fit_flow(fit_flow_lib.CachedPairs(raw[rows_a], raw[rows_b]),
+                                 fit_flow_lib.FlowFitConfig(flow_model_config=tiny["flow_config"], batch_size=4),
+                                 str(tmp_path / "ref"))
+  np.testing.assert_array_equal(z, fit_flow_lib.transform(ref, raw))
+
+  enc.save(str(tmp_path / "enc"))
+  enc.save(str(tmp_path / "enc"))  # replaces the first atomically
+  assert sorted(os.listdir(tmp_path)) == ["enc", "ref"]
+  loaded = SentenceEncoder.load(str(tmp_path / "enc"))
+  assert loaded.fingerprint == enc.fingerprint and loaded.calibration.method == "flow"
+  # Bit for bit: the same raw vectors (a fresh encoder batches QUERIES as `loaded` does; `enc` has some of them
+  # cached from other batches, which changes their last float bits) give the same calibrated vectors.
+  fresh_raw = _encoder(tiny).encode_raw(QUERIES)
+  np.testing.assert_array_equal(loaded.encode(QUERIES), flow.transform(fresh_raw))
+  np.testing.assert_array_equal(loaded.calibration.transform(raw), z)
+  # The fingerprint is of the content: the same weights loaded another way are accepted.
+  same = SentenceEncoder.load(str(tmp_path / "enc"), model=tiny_model(tmp_path / "same"))
+  np.testing.assert_array_equal(same.calibration.transform(raw), z)
+
+
+def test_whitening_k_fit_save_load(tiny, tmp_path):
+  enc = _encoder(tiny).fit(SENTENCES, method="whitening-4")
+  raw = enc.encode_raw(SENTENCES)
+  assert enc.dim == 4
+  np.testing.assert_allclose(enc.encode(SENTENCES), baselines.Whitening(4).fit(raw).transform(raw), atol=1e-5)
+  loaded = SentenceEncoder.load(enc.save(str(tmp_path / "w4")))
+  np.testing.assert_array_equal(loaded.calibration.transform(raw), enc.encode(SENTENCES))
+  with pytest.raises(ValueError, match="export chains a flow or no calibration, not 'whitening-4'"):
+    enc.export(str(tmp_path / "export"))
+  with pytest.raises(ValueError, match=r"unknown calibration method 'pca'; allowed: \"flow\", \"whitening\""):
+    enc.fit(SENTENCES, method="pca")
+
+
+def test_load_refuses_a_calibration_of_another_model_or_pooling(tiny, tmp_path):
+  saved = _encoder(tiny).fit(SENTENCES, method="whitening").save(str(tmp_path / "w"))
+  other = tiny_model(tmp_path / "other")
+  other.encoder.variables[0].assign_add(np.full(other.encoder.variables[0].shape, 1e-3, np.float32))
+  with pytest.raises(ValueError) as refused:
+    SentenceEncoder.load(saved, model=other)
+  message = str(refused.value)
+  assert "\n" not in message and message.startswith(f"{saved} was saved from {tiny['dir']} (pooling first-last-avg")
+  fingerprints = re.findall(r"fingerprint ([0-9a-f]{16})", message)
+  assert len(fingerprints) == 2 and fingerprints[0] != fingerprints[1]
+  with pytest.raises(ValueError, match=r"pooling first-last-avg, max_seq_length 16, .* not from this encoder's "
+                                       r".* \(pooling cls, max_seq_length 16"):
+    _encoder(tiny, pooling="cls").load_calibration(saved)
+
+
+def test_similarity_matrix_and_semantic_search(tiny):
+  enc = _encoder(tiny).fit(SENTENCES, method="whitening")
+  v = enc.encode(SENTENCES).astype(np.float64)
+  unit = v / np.linalg.norm(v, axis=1, keepdims=True)
+  want = unit[:3] @ unit.T  # [3, 23], float64
+  sim = enc.similarity(SENTENCES[:3], SENTENCES)
+  assert sim.shape == (3, len(SENTENCES)) and sim.dtype == np.float32
+  np.testing.assert_allclose(sim, want, atol=1e-5)
+  np.testing.assert_allclose(enc.similarity(v[:3], v), want, atol=1e-5)
+  np.testing.assert_allclose(enc.similarity(SENTENCES[1], SENTENCES), want[1:2], atol=1e-5)
+  hits = enc.semantic_search(SENTENCES[:3], SENTENCES, top_k=5)
+  for row, got in zip(want, hits):
+    ranked = sorted(range(len(row)), key=lambda i: (-round(row[i], 5), i))[:5]
+    assert [h["corpus_id"] for h in got] == ranked
+    np.testing.assert_allclose([h["score"] for h in got], row[ranked], atol=1e-5)
+  assert [h["corpus_id"] for h in hits[0][:2]] == [0, 2]  # the duplicate sentence, lower index first
+  assert enc.semantic_search(SENTENCES[:3], v, top_k=5) == hits
+  assert len(enc.semantic_search("dog", SENTENCES, top_k=100)[0]) == len(SENTENCES)
+  with pytest.raises(ValueError, match="top_k must be an int >= 1, got 0"):
+    enc.semantic_search("dog", SENTENCES, top_k=0)
+
+
+@pytest.mark.slow
+def test_export_with_a_corpus_serves_encode_and_search(tiny, tmp_path):
+  """The export's text model through ExportedEncoder, and its search model through ExportedEncoder and the TF1
+  session loader (the model server's way), against SentenceEncoder in Python."""
+  enc = _encoder(tiny).fit(SENTENCES, flow_config=tiny["flow_config"], batch_size=4)
+  corpus = tmp_path / "corpus.txt"
+  corpus.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+  paths = enc.export(str(tmp_path / "export"), corpus=str(corpus))
+  assert sorted(os.listdir(tmp_path / "export")) == ["export_info.json", "ids", "search", "text"]
+  exported = bert_flow_tf.ExportedEncoder(str(tmp_path / "export"))
+  np.testing.assert_allclose(exported.encode(SENTENCES), enc.encode(SENTENCES), atol=1e-5)
+  assert exported.encode("dog").shape == (16,)
+
+  want = enc.semantic_search(QUERIES, SENTENCES, top_k=4)
+  got = exported.search(QUERIES, k=4)
+  session = session_loader.SessionModel(paths["search"])
+  served = session.run("serving_default", {"queries": QUERIES, "k": 4})
+  session.close()
+  for q, (w, g) in enumerate(zip(want, got)):
+    ids = [h["corpus_id"] for h in w]
+    assert [h["corpus_id"] for h in g] == ids and served["indices"][q].tolist() == ids
+    np.testing.assert_allclose([h["score"] for h in g], [h["score"] for h in w], atol=1e-5)
+    np.testing.assert_allclose(served["scores"][q], [h["score"] for h in w], atol=1e-5)
+    assert [h["sentence"] for h in g] == [SENTENCES[i] for i in ids]
+    assert [s.decode() for s in served["sentences"][q]] == [SENTENCES[i] for i in ids]
+  assert len(exported.search("dog", k=50)[0]) == len(SENTENCES)  # k capped at the corpus size
+
+  audit = op_audit.audit_saved_model(paths["search"])
+  assert audit.servable(), audit.problems
+  assert {"MatMul", "TopKV2"} <= set(audit.ops[op_audit.CORE])
+  assert audit.ops[op_audit.TEXT] == ["FastBertNormalize", "FastWordpieceTokenizeWithOffsets", "NormalizeUTF8"]
 
 
 def test_importing_the_data_package_does_not_load_tensorflow():
@@ -87,10 +198,12 @@ def test_readme_python_example_runs_as_written(tmp_path, data_dir):
   result = subprocess.run([sys.executable, "-c", readme_python_example()], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
-  printed = [float(v) for v in result.stdout.split()]
-  assert len(printed) == 2 and all(-1. <= v <= 1. for v in printed)
-  assert printed[0] > printed[1]  # a guitar player is closer to a guitar player than to the stock market
-  export_dir = tmp_path / "exp" / "own" / "api_export"
-  info = json.loads((export_dir / "export_info.json").read_text())
-  assert info["pooling"] == "first-last-avg" and info["flow"]["config"]["n_levels"] == 2
-  assert (export_dir / "text" / "1" / "saved_model.pb").is_file()
+  printed = result.stdout.splitlines()
+  assert len(printed) == 2, printed
+  scores = [float(v) for v in re.findall(r"-?\d+\.\d+", printed[0])]
+  assert len(scores) == 2 and scores[0] > scores[1]  # a guitar player is closer to a guitar player than to stocks
+  hits, = ast.literal_eval(printed[1])  # one query
+  assert len(hits) == 2 and hits[0]["score"] >= hits[1]["score"]
+  assert all("guitar" in sentences[hit["corpus_id"]] for hit in hits)  # "Someone strums a guitar."
+  saved = tmp_path / "exp" / "own" / "encoder"
+  assert json.loads((saved / "sentence_encoder.json").read_text())["calibration"] == "flow"

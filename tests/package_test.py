@@ -31,8 +31,8 @@ import bert_flow_tf, glow
 model_dir, out = sys.argv[1:]
 print(bert_flow_tf.__file__)
 print(glow.__file__)
-enc = bert_flow_tf.load_encoder(model_dir, pooling="first-last-avg", max_seq_length=16)
-np.save(out, enc.encode(SENTENCES, show_progress=False))
+enc = bert_flow_tf.SentenceEncoder.from_pretrained(model_dir, pooling="first-last-avg", max_seq_length=16)
+np.save(out, enc.encode(SENTENCES))
 print(glow.GlowConfig.load("config_l2_d3_w32").to_dict())
 print(sorted(m for m in sys.modules if m.startswith(("tensorflow_serving", "wordfreq"))))
 import tensorflow as tf

@@ -280,6 +280,22 @@ def load_fitted_flow(flow_dir):
   return flow
 
 
+def save_fitted_flow(flow, flow_dir, config, summary):
+  """Writes a fitted flow as `fit_flow` leaves it, for `load_fitted_flow`: flow.json and a checkpoint of the flow
+  alone (no optimizer slots).
+
+  Args:
+    flow: the fitted Glow.
+    flow_dir: str, a new or empty directory.
+    config: FlowFitConfig, how it was fitted.
+    summary: dict, what `fit_flow` returned with it (complete must be True).
+  """
+  os.makedirs(flow_dir, exist_ok=True)
+  tf.train.Checkpoint(flow=flow).save(os.path.join(flow_dir, "flow"))
+  _write_info(flow_dir, flow.dim, config, {k: v for k, v in summary.items() if k not in ("dim", "flow_config",
+                                                                                        "fit")})
+
+
 def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
   """Fits a Glow on `pairs`, checkpointing into `flow_dir`; resumes from the latest checkpoint there.
 

@@ -6,8 +6,8 @@ real request does not pay for graph optimization and lazy initialization. The fi
 signature name and its input tensors.
 
 The text model gets a one-sentence and a several-sentence request on `serving_default` and a `similarity`
-request; the ids model gets the same sentences, tokenized, on its `serving_default`. The sentences cover an
-empty line, accents and one longer than any max_seq_length up to 128.
+request; the search model the same two query batches with k = 3; the ids model gets the same sentences,
+tokenized, on its `serving_default`. The sentences cover an empty line, accents and one longer than any max_seq_length up to 128.
 """
 import os
 
@@ -37,6 +37,12 @@ def text_model_logs(sentences=WARMUP_SENTENCES):
   return [predict_log("serving_default", {"sentences": sentences[:1]}),
           predict_log("serving_default", {"sentences": sentences}),
           predict_log("similarity", {"sentences_a": sentences, "sentences_b": rotated})]
+
+
+def search_model_logs(sentences=WARMUP_SENTENCES):
+  """Requests for the search model: serving_default on 1 and on all sentences, k = 3."""
+  sentences = [s.encode("utf-8") for s in sentences]
+  return [predict_log("serving_default", {"queries": batch, "k": np.int32(3)}) for batch in (sentences[:1], sentences)]
 
 
 def ids_model_logs(tokenizer, sentences=WARMUP_SENTENCES):

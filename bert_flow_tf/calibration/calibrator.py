@@ -1,0 +1,149 @@
+"""A fitted calibration of sentence vectors behind one interface: BERT-flow's Glow or a baseline (whitening, ...).
+
+`fit(method, x)` fits one on vectors x [N, D]; each has `method`, `input_dim` (D), `dim` (its output width D'),
+`transform(x)` (float [M, D] -> np.float32 [M, D']) and `save(folder)`; `load(folder)` restores any of them
+exactly (the same weights, so the same outputs). The fitting itself is `calibration.fit_flow` (the flow) and `calibration.baselines`.
+
+In a folder:
+  flow        flow.json + a checkpoint of the Glow alone (`fit_flow.load_fitted_flow` reads it)
+  baselines   baseline.npz (`baselines.load_baseline`)
+
+Legend: N, M = vectors, D = their width, D' = the calibrated width (D, except whitening-k: k).
+"""
+import os
+import tempfile
+
+import numpy as np
+from absl import logging
+
+import glow
+from bert_flow_tf import evaluation
+from bert_flow_tf.calibration import baselines
+from bert_flow_tf.calibration import fit_flow as fit_flow_lib
+
+FLOW = "flow"
+BASELINE_FILE = "baseline.npz"
+METHODS = '"flow", "whitening", "whitening-K", "sn", "natsv-K", "sn+natsv-K" (K a positive integer)'
+
+
+class FlowCalibration:
+  """A fitted Glow: vectors -> its latent z (all levels' latents, width D).
+
+  Attributes:
+    glow: the glow.Glow.
+    fit_config: the calibration.fit_flow.FlowFitConfig it was fitted with.
+    summary: dict, what calibration.fit_flow.fit_flow returned (steps, losses in bits/dim, seconds).
+  """
+  method = FLOW
+
+  def __init__(self, flow, fit_config, summary):
+    self.glow, self.fit_config, self.summary = flow, fit_config, summary
+
+  @property
+  def input_dim(self):
+    return self.glow.dim
+
+  @property
+  def dim(self):
+    return self.glow.dim
+
+  def transform(self, x):
+    """float [M, D] -> np.float32 [M, D], without dropout."""
+    return fit_flow_lib.transform(self.glow, np.asarray(x, np.float32))
+
+  def save(self, folder):
+    fit_flow_lib.save_fitted_flow(self.glow, folder, self.fit_config, self.summary)
+
+
+class BaselineCalibration:
+  """A fitted baseline of calibration.baselines (whitening, whitening-k, sn, natsv-k, sn+natsv-k).
+
+  Attributes:
+    baseline: the fitted baselines object (float64 statistics).
+  """
+
+  def __init__(self, baseline):
+    self.baseline = baseline
+
+  @property
+  def method(self):
+    return self.baseline.name
+
+  @property
+  def input_dim(self):
+    return self.baseline.dim
+
+  @property
+  def dim(self):
+    """D': k for whitening-k, else D."""
+    return self.baseline.kernel.shape[1] if isinstance(self.baseline, baselines.Whitening) else self.baseline.dim
+
+  def transform(self, x):
+    """float [M, D] -> np.float32 [M, D'] (computed in float64)."""
+    return self.baseline.transform(x).astype(np.float32)
+
+  def save(self, folder):
+    os.makedirs(folder, exist_ok=True)
+    self.baseline.save(os.path.join(folder, BASELINE_FILE))
+
+
+def pairs_of_rows(x):
+  """The flow's pairs from rows, as run_flow.py pairs the lines of a sentences file: rows 0 and 1, 2 and 3, ...;
+  an odd last row is paired with the first. x: [N, D]. Returns (a, b), each [ceil(N / 2), D]."""
+  a, b = x[0::2], x[1::2]
+  if len(a) > len(b):
+    b = np.concatenate([b, x[:1]])
+  return a, b
+
+
+def fit(method, x, flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3, num_train_epochs=1.0, batch_size=32,
+        seed=1234, init="original"):
+  """Fits a calibration on sentence vectors.
+
+  The flow is fitted by maximum likelihood with the paper's target-setting schedule by default (constant Adam
+  1e-3, 1 epoch, `batch_size` pairs of consecutive rows per step: `pairs_of_rows`), in a temporary folder. The
+  isotropy of x is logged first, with a caution when x is already close to isotropic (a flow may then lower
+  similarity quality).
+
+  Args:
+    method: str, one of "flow", "whitening", "whitening-K", "sn", "natsv-K", "sn+natsv-K".
+    x: float array [N >= 2, D].
+    flow_config: str, a Glow config name (glow/configs/, e.g. "config_l3_d3_w32", the original's default) or a
+      JSON path. Flow only, as the arguments below.
+    learning_rate: float, constant.
+    num_train_epochs: float.
+    batch_size: int, pairs per step.
+    seed: int, seeds the flow's init and the batch order.
+    init: str, "original" or "ddi" (ActNorm init; see glow.Glow).
+
+  Returns:
+    FlowCalibration or BaselineCalibration.
+
+  Raises:
+    ValueError: an unknown method, or x not of shape [N >= 2, D].
+  """
+  x = np.asarray(x, np.float32)
+  if x.ndim != 2 or len(x) < 2:
+    raise ValueError(f"a calibration is fitted on sentence vectors [N >= 2, D], got shape {x.shape}")
+  if method != FLOW:
+    try:
+      baseline = baselines.make_baseline(method)
+    except ValueError as e:
+      raise ValueError(f"unknown calibration method {method!r}; allowed: {METHODS}") from e
+    return BaselineCalibration(baseline.fit(x))
+  _, line, near = evaluation.describe_isotropy(x, "the flow's fit vectors")
+  (logging.warning if near else logging.info)("%s", line)
+  config = fit_flow_lib.FlowFitConfig(flow_model_config=flow_config, init=init, learning_rate=learning_rate,
+                                      num_train_epochs=num_train_epochs, batch_size=batch_size, seed=seed)
+  with tempfile.TemporaryDirectory(prefix="bert-flow-") as tmp:
+    flow, summary = fit_flow_lib.fit_flow(fit_flow_lib.CachedPairs(*pairs_of_rows(x)), config, tmp)
+  return FlowCalibration(flow, config, summary)
+
+
+def load(folder):
+  """Restores the calibration `save(folder)` wrote. Returns FlowCalibration or BaselineCalibration."""
+  if os.path.isfile(os.path.join(folder, BASELINE_FILE)):
+    return BaselineCalibration(baselines.load_baseline(os.path.join(folder, BASELINE_FILE)))
+  info = fit_flow_lib.read_flow_info(folder)
+  config = fit_flow_lib.FlowFitConfig(**info["fit"])
+  return FlowCalibration(fit_flow_lib.load_fitted_flow(folder), config, info)

@@ -1,0 +1,86 @@
+"""ExportedEncoder: `encode`, `similarity`, `semantic_search` and `search` from an export's SavedModels alone.
+
+  enc = ExportedEncoder("export/")          # what SentenceEncoder.export or run_flow.py --export_dir wrote
+  enc.encode(["A man plays a guitar."])     # np.float32 [1, D], through text/<version>'s serving_default
+  enc.search(["a guitar player"], k=3)      # through search/<version> (an export with a corpus)
+
+No model code runs: the vectors come from the SavedModels' signatures (tokenizer, BERT, pooling and flow are in
+their graphs), so an export needs this package only for these few lines, and tensorflow-text for its ops.
+
+Legend: n = sentences, D = embedding width, k = results per query.
+"""
+import json
+import os
+
+import tensorflow as tf
+
+from bert_flow_tf import export
+from bert_flow_tf import search
+
+
+def latest_version(export_dir, kind="text"):
+  """The highest numeric version under export_dir/<kind>/ (TF Serving's choice). Returns int."""
+  folder = os.path.join(export_dir, kind)
+  versions = sorted(int(name) for name in (os.listdir(folder) if os.path.isdir(folder) else []) if name.isdigit())
+  if not versions:
+    raise FileNotFoundError(f"no <version> directory under {folder}: not an export (SentenceEncoder.export, "
+                            "run_flow.py --export_dir)")
+  return versions[-1]
+
+
+class ExportedEncoder(search.SearchMixin):
+  """An export loaded for encoding and search.
+
+  Args:
+    export_dir: str, the directory SentenceEncoder.export (or run_flow.py --export_dir) wrote.
+    version: int or None (the latest).
+
+  Attributes:
+    info: dict, export_info.json (model, pooling, max_seq_length, flow, dim).
+    text_model: the loaded text SavedModel.
+    search_model: the loaded search SavedModel, or None when the export has no corpus.
+  """
+
+  def __init__(self, export_dir, version=None):
+    self.version = latest_version(export_dir) if version is None else version
+    with open(os.path.join(export_dir, export.INFO_FILE), encoding="utf-8") as f:
+      self.info = json.load(f)
+    self.text_model = export.load_text_model(os.path.join(export_dir, "text", str(self.version)))
+    search_dir = os.path.join(export_dir, "search", str(self.version))
+    self.search_model = tf.saved_model.load(search_dir) if os.path.isdir(search_dir) else None
+
+  @property
+  def dim(self):
+    return self.info["dim"]
+
+  def encode(self, sentences, batch_size=64, normalize_embeddings=False, show_progress_bar=None):
+    """As SentenceEncoder.encode, through the text model: a str -> np.float32 [D], a list -> [n, D].
+
+    show_progress_bar is accepted for the same call and ignored (no progress line).
+    """
+    del show_progress_bar  # unused
+    if isinstance(sentences, str):
+      return self.encode([sentences], batch_size, normalize_embeddings)[0]
+    vectors = export.encode_with_saved_model(self.text_model, list(sentences), batch_size)
+    return search.normalize(vectors) if normalize_embeddings else vectors
+
+  def search(self, queries, k=10):
+    """The export's corpus searched in its graph: top-k by cosine.
+
+    Args:
+      queries: str or list of n str.
+      k: int >= 1.
+
+    Returns:
+      list of n lists of {"corpus_id": int, "score": float, "sentence": str}, best first.
+    """
+    if self.search_model is None:
+      raise ValueError("this export has no search model: export it with a corpus (SentenceEncoder.export(..., "
+                       "corpus=...))")
+    queries = [queries] if isinstance(queries, str) else list(queries)
+    out = self.search_model.signatures["serving_default"](queries=tf.constant(queries, tf.string),
+                                                          k=tf.constant(k, tf.int32))
+    indices, scores, sentences = (out[name].numpy() for name in ("indices", "scores", "sentences"))
+    return [[{"corpus_id": int(i), "score": float(s), "sentence": t.decode("utf-8")}
+             for i, s, t in zip(*row)] for row in zip(indices, scores, sentences)]
+

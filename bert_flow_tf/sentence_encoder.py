@@ -1,0 +1,308 @@
+"""SentenceEncoder: a BERT, a pooling and an optional calibration as one object, in sentence-transformers' shape.
+
+  enc = SentenceEncoder.from_pretrained("all-minilm-l6-v2", pooling="first-last-avg")
+  enc.fit(sentences)                              # BERT-flow, the paper's target schedule (or "whitening", ...)
+  enc.encode("A man plays a guitar.")             # np.float32 [D]; a list gives [n, D]
+  enc.similarity(queries, corpus)                 # [n, m] cosine
+  enc.semantic_search(queries, corpus, top_k=5)   # per query [{"corpus_id", "score"}, ...]
+  enc.save("my_encoder"); SentenceEncoder.load("my_encoder")
+  enc.export("export/", corpus=sentences)         # SavedModels: text/, ids/ (and search/ with a corpus)
+
+It reuses the project's parts: `loaders.load_model`, `SentenceEmbedder` behind an `EmbeddingStore` (each distinct
+sentence runs through BERT once per object), `calibration.calibrator` (flow or baselines) and `export`.
+
+`save(dir)` writes, atomically (a hidden sibling renamed into place):
+  <dir>/sentence_encoder.json   the model (its path or preset name), pooling, max_seq_length, the fingerprint
+  <dir>/calibration/            the calibration (see calibration.calibrator), when there is one
+The BERT weights are not copied: as BERT-whitening keeps its kernel and bias beside the model, the calibration is
+kept with the name of the model it was fitted on, and `load` checks the fingerprint of the model it finds.
+
+The fingerprint hashes what the vectors depend on: the encoder's weights (shapes, bytes), the model config,
+the vocabulary file's bytes, do_lower_case, the pooling and max_seq_length. A calibration is refused on vectors
+with another fingerprint.
+
+Legend: n, m = sentences, D = the (calibrated) embedding width.
+"""
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+import glow
+from bert_flow_tf import export as export_lib
+from bert_flow_tf import loaders
+from bert_flow_tf import search
+from bert_flow_tf.calibration import calibrator
+from bert_flow_tf.embedding.embedder import SentenceEmbedder
+from bert_flow_tf.embedding.store import EmbeddingStore
+from bert_flow_tf.utils import io_utils
+
+INFO_FILE = "sentence_encoder.json"
+CALIBRATION_DIR = "calibration"
+FORMAT_VERSION = 1
+
+
+def fingerprint(embedder):
+  """16 hex digits naming what `embedder`'s vectors depend on (see the module notes)."""
+  model = embedder.model
+  h = hashlib.sha256()
+  head = {"config": None if model.config is None else model.config.to_dict(), "format": model.format,
+          "do_lower_case": bool(model.do_lower_case), "pooling": embedder.pooling.name,
+          "max_seq_length": embedder.max_seq_length}
+  h.update(json.dumps(head, sort_keys=True).encode("utf-8"))
+  with open(model.vocab_file, "rb") as f:
+    h.update(f.read())
+  for variable in model.encoder.variables:  # in creation order; their names change with Keras' layer counters
+    value = variable.numpy()
+    h.update(f"{value.shape}:{value.dtype}".encode("utf-8"))
+    h.update(np.ascontiguousarray(value).tobytes())
+  return h.hexdigest()[:16]
+
+
+def _describe(model, pooling, max_seq_length, fingerprint_hex):
+  return f"{model} (pooling {pooling}, max_seq_length {max_seq_length}, fingerprint {fingerprint_hex})"
+
+
+class SentenceEncoder(search.SearchMixin):
+  """Sentences -> (calibrated) vectors with a loaded BERT and a named pooling.
+
+  Make one with `from_pretrained` or `load`.
+
+  Args:
+    embedder: bert_flow_tf.embedding.embedder.SentenceEmbedder.
+    calibration: a calibration.calibrator calibration fitted on this embedder's vectors, or None.
+    batch_size: int, sentences per encoding batch unless `encode` is given one.
+    cache_dir: str or None, keep the raw vectors on disk there (the embedding store of run_flow.py); None: memory.
+
+  Attributes:
+    embedder: the SentenceEmbedder (model, tokenizer, pooling, max_seq_length).
+    calibration: FlowCalibration, BaselineCalibration or None.
+    fingerprint: str, see the module notes.
+  """
+
+  def __init__(self, embedder, calibration=None, batch_size=64, cache_dir=None):
+    self.embedder = embedder
+    self.batch_size = batch_size
+    self.store = EmbeddingStore(embedder, root=cache_dir, batch_size=batch_size)
+    self.fingerprint = fingerprint(embedder)
+    self.calibration = None
+    if calibration is not None:
+      self._set_calibration(calibration)
+
+  @classmethod
+  def from_pretrained(cls, model="all-minilm-l6-v2", pooling="last-avg", max_seq_length=64, batch_size=64,
+                      cache_dir=None, **load_kwargs):
+    """Loads a BERT for encoding sentences (uncalibrated until `fit` or `load_calibration`).
+
+    Args:
+      model: str, a model directory (TF1 checkpoint, HF safetensors or TF-Hub encoder; README: Models) or a preset
+        name ("all-minilm-l6-v2"); or a loaders.LoadedModel already loaded.
+      pooling: str, a pooling name (README: Poolings), e.g. "last-avg", "first-last-avg", "cls".
+      max_seq_length: int, tokens per sentence including [CLS] and [SEP].
+      batch_size: int, sentences per encoding batch.
+      cache_dir: str or None, see the class.
+      **load_kwargs: passed to loaders.load_model (do_lower_case, vocab_file, ...).
+
+    Returns:
+      SentenceEncoder.
+    """
+    if isinstance(model, loaders.LoadedModel):
+      if load_kwargs:
+        raise ValueError(f"load options {sorted(load_kwargs)} given with an already loaded model")
+    else:
+      model = loaders.load_model(model, **load_kwargs)
+    return cls(SentenceEmbedder(model, pooling, max_seq_length), batch_size=batch_size, cache_dir=cache_dir)
+
+  @property
+  def dim(self):
+    """int, the width of `encode`'s vectors: the pooling's, or the calibration's (whitening-k: k)."""
+    return self.embedder.dim if self.calibration is None else self.calibration.dim
+
+  def describe(self):
+    """One line: the model, pooling, max_seq_length and fingerprint."""
+    return _describe(self.embedder.model.source, self.embedder.pooling.name, self.embedder.max_seq_length,
+                     self.fingerprint)
+
+  def encode(self, sentences, batch_size=None, normalize_embeddings=False, show_progress_bar=None):
+    """Sentence vectors in input order, without dropout; calibrated when a calibration is set.
+
+    Args:
+      sentences: str, or a list (any iterable) of str.
+      batch_size: int or None (the object's), sentences per BERT batch.
+      normalize_embeddings: bool, scale each vector to unit L2 norm (after the calibration).
+      show_progress_bar: bool or None. None or True: a progress line on stderr when at least 2,000 new
+        sentences are encoded (utils.progress's threshold; shorter runs take seconds); False: never.
+
+    Returns:
+      np.float32 [D] for a str, [n, D] for a list.
+    """
+    if isinstance(sentences, str):
+      return self.encode([sentences], batch_size, normalize_embeddings, show_progress_bar)[0]
+    vectors = self.encode_raw(sentences, batch_size, show_progress_bar)
+    if self.calibration is not None:
+      vectors = self.calibration.transform(vectors)
+    return search.normalize(vectors) if normalize_embeddings else vectors
+
+  def encode_raw(self, sentences, batch_size=None, show_progress_bar=None):
+    """The pooled BERT vectors before any calibration: a list of n str -> np.float32 [n, D] (the pooling's D)."""
+    sentences = list(sentences)
+    for i, sentence in enumerate(sentences):
+      if not isinstance(sentence, str):
+        raise ValueError(f"sentences must be str; item {i} is {type(sentence).__name__}: {sentence!r}")
+    self.store.batch_size = batch_size or self.batch_size
+    return self.store.vectors(sentences, self.embedder.pooling, show_progress_bar is not False)
+
+  def fit(self, sentences, method="flow", flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3,
+          num_train_epochs=1.0, batch_size=32, seed=1234, init="original"):
+    """Fits a calibration on the raw vectors of `sentences` and sets it (replacing any other).
+
+    The defaults are the paper's target setting: the flow fitted by maximum likelihood with constant Adam 1e-3,
+    1 epoch, 32 pairs per step, pairs of consecutive sentences (0 and 1, 2 and 3, ...; an odd last one with the
+    first), as run_flow.py pairs the lines of a sentences file.
+
+    Args:
+      sentences: list of N >= 2 str (or their raw vectors [N, D] from `encode_raw`).
+      method: str, "flow", "whitening", "whitening-K" (or the other baselines: "sn", "natsv-K", "sn+natsv-K").
+      flow_config, learning_rate, num_train_epochs, batch_size, seed, init: the flow's
+        (calibration.calibrator.fit); ignored by the baselines.
+
+    Returns:
+      self.
+    """
+    if isinstance(sentences, str):
+      raise ValueError(f"fit needs a list of sentences, got one str: {sentences!r}")
+    is_text = isinstance(sentences, (list, tuple)) and all(isinstance(s, str) for s in sentences)
+    x = self.encode_raw(sentences) if is_text else np.asarray(sentences, np.float32)
+    if x.ndim == 2 and x.shape[1] != self.embedder.dim:
+      raise ValueError(f"fit got vectors of width {x.shape[1]}; this encoder's raw vectors are "
+                       f"D={self.embedder.dim} ({self.embedder.pooling.describe()})")
+    self._set_calibration(calibrator.fit(method, x, flow_config=flow_config, learning_rate=learning_rate,
+                                         num_train_epochs=num_train_epochs, batch_size=batch_size, seed=seed,
+                                         init=init))
+    return self
+
+  def _set_calibration(self, calibration):
+    if calibration is not None and calibration.input_dim != self.embedder.dim:
+      raise ValueError(f"a calibration of vectors of width {calibration.input_dim} cannot calibrate this "
+                       f"encoder's D={self.embedder.dim} ({self.embedder.pooling.describe()})")
+    self.calibration = calibration
+
+  def save(self, path):
+    """Writes the encoder's description and calibration to the directory `path` (replaced if it exists).
+
+    Returns:
+      str, path.
+    """
+    source = str(self.embedder.model.source)
+    info = {"format_version": FORMAT_VERSION,
+            "model": os.path.abspath(source) if os.path.exists(source) else source,  # a path, or a preset name
+            "do_lower_case": bool(self.embedder.model.do_lower_case), "pooling": self.embedder.pooling.name,
+            "max_seq_length": self.embedder.max_seq_length, "fingerprint": self.fingerprint,
+            "calibration": None if self.calibration is None else self.calibration.method}
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-")
+    try:
+      with open(os.path.join(tmp, INFO_FILE), "w", encoding="utf-8") as f:
+        f.write(json.dumps(info, indent=2) + "\n")
+      if self.calibration is not None:
+        self.calibration.save(os.path.join(tmp, CALIBRATION_DIR))
+      if os.path.exists(path):  # move the old one aside, swap, then delete it
+        old = tmp + "-old"
+        os.replace(path, old)
+        os.replace(tmp, path)
+        shutil.rmtree(old)
+      else:
+        os.replace(tmp, path)
+    finally:
+      if os.path.exists(tmp):
+        shutil.rmtree(tmp)
+    return path
+
+  @classmethod
+  def load(cls, path, model=None, batch_size=64, cache_dir=None):
+    """Restores what `save(path)` wrote: the model it names (or `model`), pooling, max_seq_length, calibration.
+
+    Args:
+      path: str, a directory written by `save`.
+      model: None (the model path or preset the file names), another path, or a loaders.LoadedModel; it must be
+        the model the calibration was fitted on (same fingerprint).
+      batch_size, cache_dir: as `from_pretrained`.
+
+    Returns:
+      SentenceEncoder.
+
+    Raises:
+      ValueError: the model found is not the one saved (one line naming both).
+    """
+    info = _read_info(path)
+    if model is None:
+      model = info["model"]
+    encoder = cls.from_pretrained(
+        model, pooling=info["pooling"], max_seq_length=info["max_seq_length"], batch_size=batch_size,
+        cache_dir=cache_dir, **({} if isinstance(model, loaders.LoadedModel) else
+                                {"do_lower_case": info["do_lower_case"]}))
+    return encoder.load_calibration(path)
+
+  def load_calibration(self, path):
+    """Sets the calibration saved in `path` (by `save`), after checking it was fitted on this encoder's vectors.
+
+    Returns:
+      self.
+
+    Raises:
+      ValueError: it was fitted on another model, pooling or max_seq_length (one line naming both).
+    """
+    info = _read_info(path)
+    if info["fingerprint"] != self.fingerprint:
+      fitted = _describe(info["model"], info["pooling"], info["max_seq_length"], info["fingerprint"])
+      raise ValueError(f"{path} was saved from {fitted}, not from this encoder's {self.describe()}")
+    self._set_calibration(None if info["calibration"] is None else
+                          calibrator.load(os.path.join(path, CALIBRATION_DIR)))
+    return self
+
+  def export(self, export_dir, version=1, overwrite=False, corpus=None):
+    """Writes the servable SavedModels (README: Encoding and serving; bert_flow_tf/export.py).
+
+    export_dir/text/<version> (strings in), export_dir/ids/<version> (token ids in) and export_info.json, as
+    run_flow.py --export_dir writes them; with a corpus also export_dir/search/<version>: query strings and k in,
+    the top-k corpus indices, cosine scores and sentences out, computed in the graph. `ExportedEncoder` loads
+    them back.
+
+    Args:
+      export_dir: str.
+      version: int >= 1, TF Serving's version directory.
+      overwrite: bool, replace existing versions.
+      corpus: None, a list of str, or the path of a UTF-8 file with one sentence per line.
+
+    Returns:
+      dict: "text", "ids", "search" (with a corpus) (the SavedModel directories) and "info" (the JSON file).
+
+    Raises:
+      ValueError: a calibration other than a flow (the SavedModels chain a flow only), or an empty corpus.
+    """
+    if self.calibration is not None and self.calibration.method != calibrator.FLOW:
+      raise ValueError(f"export chains a flow or no calibration, not {self.calibration.method!r}")
+    if isinstance(corpus, (str, os.PathLike)):
+      corpus = io_utils.read_lines(os.fspath(corpus))
+    flow = None if self.calibration is None else self.calibration.glow
+    paths = export_lib.export_models(self.embedder, flow, export_dir, version=version, overwrite=overwrite)
+    if corpus is not None:
+      paths["search"] = export_lib.export_search_model(self.embedder, flow, self.encode(corpus), list(corpus),
+                                                       export_dir, version=version, overwrite=overwrite)
+    return paths
+
+
+def _read_info(path):
+  info_path = os.path.join(path, INFO_FILE)
+  if not os.path.isfile(info_path):
+    raise FileNotFoundError(f"no {INFO_FILE} in {path}: not a directory written by SentenceEncoder.save")
+  with open(info_path, encoding="utf-8") as f:
+    info = json.load(f)
+  if info.get("format_version") != FORMAT_VERSION:
+    raise ValueError(f"{info_path}: format_version {info.get('format_version')!r}, this version reads "
+                     f"{FORMAT_VERSION}")
+  return info
