@@ -20,8 +20,16 @@ and, for in_process, also one `encode` over all those sentences at once (its pip
 the product's bulk path. Ratios: each way's throughput over in_process's per-request throughput.
 Also recorded: the 1/5/15-minute load average before and after (note it next to the numbers).
 
+The search model (export_dir/search/1, `export.export_search_model`) is timed for each of `--search_corpus_sizes`
+(default 10,000 and 100,000 vectors) through the TF1 session loader: single-query latency p50/p99 (k =
+`--search_k`, queries from the latency sentences) and queries/s for requests of `--batch_size` queries. Its corpus
+is RANDOM: standard-normal vectors of width D, what a flow's calibrated vectors follow by construction, with the
+sentences "corpus sentence <i>"; the timing does not depend on their content (matmul [B, D] x [D, M], top-k).
+Each query still runs the real tokenizer, BERT and flow.
+
 Usage (from the repository root, on a quiet machine):
   python bench/serve.py [--latency_requests 500] [--throughput_sentences 4096] [--pooling P] [--no_flow]
+      [--parts embed,search] [--search_corpus_sizes 10000,100000] [--search_k 10]
 """
 import argparse
 import json
@@ -66,7 +74,11 @@ def main():
   parser.add_argument("--batch_size", type=int, default=64)
   parser.add_argument("--repeats", type=int, default=3)
   parser.add_argument("--warmup", type=int, default=20)
+  parser.add_argument("--parts", default="embed,search", help="what to time: embed, search or both")
+  parser.add_argument("--search_corpus_sizes", default="10000,100000")
+  parser.add_argument("--search_k", type=int, default=10)
   args = parser.parse_args()
+  parts = set(args.parts.split(","))
   load_before = os.getloadavg()
 
   sentences = stsb_sentences(args.data_dir)
@@ -78,8 +90,53 @@ def main():
     flow = Glow.from_config("config_l3_d3_w32", dim=embedder.dim, init="ddi", seed=0)
     flow.data_init(tf.constant(embedder.encode(bulk, show_progress=False)))
   workdir = tempfile.TemporaryDirectory()
+  result = {"model": args.model, "pooling": args.pooling, "max_seq_length": MAX_SEQ_LENGTH, "flow": flow is not None}
+  if "embed" in parts:
+    result.update(time_embedding(args, embedder, flow, bulk, single, workdir.name))
+  if "search" in parts:
+    result["search"] = [time_search(args, embedder, flow, single, int(size), workdir.name)
+                        for size in args.search_corpus_sizes.split(",")]
+  workdir.cleanup()
+  result.update({"tf_version": tf.__version__, "loadavg_before": [round(x, 2) for x in load_before],
+                 "loadavg_after": [round(x, 2) for x in os.getloadavg()]})
+  print(json.dumps(result))
+
+
+def time_search(args, embedder, flow, queries, size, workdir):
+  """The search SavedModel over a random corpus of `size` vectors (see the module notes), via the session loader."""
+  rng = np.random.default_rng(0)
+  corpus = rng.standard_normal([size, embedder.dim], dtype=np.float32)
   start = time.perf_counter()
-  paths = export.export_models(embedder, flow, os.path.join(workdir.name, "export"))
+  path = export.export_search_model(embedder, flow, corpus, [f"corpus sentence {i}" for i in range(size)],
+                                    os.path.join(workdir, f"search{size}"))
+  export_s = time.perf_counter() - start
+  session = session_loader.SessionModel(path)
+  search = lambda batch: session.run("serving_default", {"queries": batch, "k": args.search_k})
+  for i in range(args.warmup):
+    search([queries[i % len(queries)]])
+  latency = []
+  for query in queries:
+    start = time.perf_counter()
+    search([query])
+    latency.append(time.perf_counter() - start)
+  chunks = [queries[i:i + args.batch_size] for i in range(0, len(queries), args.batch_size)]
+  best = float("inf")
+  for _ in range(args.repeats):
+    start = time.perf_counter()
+    for chunk in chunks:
+      search(chunk)
+    best = min(best, time.perf_counter() - start)
+  session.close()
+  return {"corpus_vectors": size, "corpus": "random standard-normal vectors (not real sentences)",
+          "k": args.search_k, "export_s": round(export_s, 1), "latency_requests": len(queries),
+          "latency_ms": {"p50": percentile_ms(latency, 50), "p99": percentile_ms(latency, 99)},
+          "batch_size": args.batch_size, "queries_per_s": round(len(queries) / best, 1)}
+
+
+def time_embedding(args, embedder, flow, bulk, single, workdir):
+  """The text SavedModel (tf.saved_model.load and session loader) against in-process encoding."""
+  start = time.perf_counter()
+  paths = export.export_models(embedder, flow, os.path.join(workdir, "export"))
   export_s = time.perf_counter() - start
   text_dir = paths["text"]
 
@@ -125,11 +182,9 @@ def main():
     in_process(bulk)
     bulk_best = min(bulk_best, time.perf_counter() - start)
   session.close()
-  workdir.cleanup()
 
   throughput = {name: round(len(bulk) / seconds, 1) for name, seconds in best.items()}
-  result = {
-      "model": args.model, "pooling": args.pooling, "max_seq_length": MAX_SEQ_LENGTH, "flow": flow is not None,
+  return {
       "export_s": round(export_s, 1),
       "first_call_s": first_call_s,
       "latency_requests": len(single),
@@ -141,11 +196,9 @@ def main():
                                          for name in ways},
       "max_abs_diff_vs_in_process": {name: float(np.abs(outputs[name] - outputs["in_process"]).max())
                                      for name in ways},
-      "tf_version": tf.__version__,
-      "loadavg_before": [round(x, 2) for x in load_before],
-      "loadavg_after": [round(x, 2) for x in os.getloadavg()],
   }
-  print(json.dumps(result))
+
+
 
 
 if __name__ == "__main__":
