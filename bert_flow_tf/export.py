@@ -10,7 +10,7 @@
   <export_dir>/search/<version>/ (with a corpus, `export_search_model`) the text model + the corpus, top-k in the graph.
       serving_default: queries string [B], k int32 [] -> indices int32 [B, k], scores float32 [B, k],
                        sentences string [B, k]  (k' = min(k, M) columns, best first)
-  <export_dir>/export_info.json  model source, pooling, max_seq_length, do_lower_case, flow config, D.
+  <export_dir>/export_info.json  model source, pooling, max_seq_length, do_lower_case, calibration, flow config, D.
 
 Each SavedModel carries TF Serving warm-up requests in `assets.extra/` (bert_flow_tf.serving.warmup) when
 tensorflow-serving-api is installed (the `serving` extra); without it the models are written without them and a
@@ -21,7 +21,8 @@ works without naming a signature.
 The text model pads each batch to its longest sentence (word pieces + [CLS] + [SEP]), capped at max_seq_length;
 longer sentences are cut as in `SentenceEmbedder`. Poolings mask the padding, so the padded length changes the
 result only by float rounding (well below 1e-5). With no flow the embedding is the pooled BERT vector; with a
-flow it is the flow's z (all levels' latents concatenated, width D).
+flow it is the flow's z (all levels' latents concatenated, width D); with an `Affine` (whitening(-k) and the other
+baselines) it is (x - center) W + offset, width D' (whitening-k: k).
 
 Each SavedModel is written to a hidden temporary directory beside its target and renamed into place, so a crash
 leaves no half-written version (TF Serving ignores names that are not numbers).
@@ -50,6 +51,31 @@ INFO_FILE = "export_info.json"
 _IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
 _TEXT_SPEC = tf.TensorSpec([None], tf.string)
 _COSINE_EPS = 1e-12
+
+
+class Affine(tf.Module):
+  """y = (x - center) W + offset: a calibration of calibration.baselines (whitening(-k), SN, NATSV are all affine),
+  chained by the SavedModels where a flow would be. Called as a flow is: `(y, None) = affine(x)`.
+
+  Args:
+    method: str, the baseline's name ("whitening", "whitening-256", ...).
+    center: float [D].
+    kernel: float [D, D'].
+    offset: float [D'].
+  """
+
+  def __init__(self, method, center, kernel, offset):
+    super().__init__(name="affine_calibration")
+    self.method = method
+    self.dim, self.output_dim = kernel.shape  # D (the input's width, as Glow.dim), D'
+    self.center = tf.Variable(np.asarray(center, np.float32), trainable=False, name="center")
+    self.kernel = tf.Variable(np.asarray(kernel, np.float32), trainable=False, name="kernel")
+    self.offset = tf.Variable(np.asarray(offset, np.float32), trainable=False, name="offset")
+
+  def __call__(self, x, training=False):
+    """float32 [B, D] -> (float32 [B, D'], None)."""
+    del training  # unused: no dropout
+    return tf.matmul(x - self.center, self.kernel) + self.offset, None
 
 
 class _IdsEmbedder(tf.Module):
@@ -160,7 +186,7 @@ def export_search_model(embedder, flow, corpus_vectors, corpus_sentences, export
 
   Args:
     embedder: SentenceEmbedder, as `export_models`.
-    flow: a glow.Glow over width D, or None.
+    flow: a glow.Glow or an Affine over width D, or None.
     corpus_vectors: float [M, D], the corpus's embeddings as this embedder and flow give them (normalised here).
     corpus_sentences: list of M str.
     export_dir: str. Base directory.
@@ -194,8 +220,8 @@ def export_models(embedder, flow, export_dir, version=1, overwrite=False):
 
   Args:
     embedder: bert_flow_tf.embedding.embedder.SentenceEmbedder (its tokenizer, encoder, pooling, max_seq_length).
-    flow: a glow.Glow over width D = embedder.dim (its z is the embedding), or None for the raw
-      pooled vectors.
+    flow: a glow.Glow over width D = embedder.dim (its z is the embedding), an Affine over width D (a baseline
+      calibration), or None for the raw pooled vectors.
     export_dir: str. Base directory.
     version: int >= 1. TF Serving version directory name.
     overwrite: bool. Replace existing versions; otherwise an existing one is an error.
@@ -231,6 +257,7 @@ def export_models(embedder, flow, export_dir, version=1, overwrite=False):
 def export_info(embedder, flow, version):
   """The JSON-ready description written to export_info.json."""
   model = embedder.model
+  affine = isinstance(flow, Affine)
   return {
       "model_source": str(model.source),
       "model_format": model.format,
@@ -239,8 +266,10 @@ def export_info(embedder, flow, version):
       "pooling_description": embedder.pooling.describe(),
       "max_seq_length": embedder.max_seq_length,
       "padding": "each batch to its longest sentence, capped at max_seq_length",
-      "dim": embedder.dim,
-      "flow": None if flow is None else {"config": flow.config.to_dict(), "dim": flow.dim, "init": flow.init},
+      "dim": flow.output_dim if affine else embedder.dim,
+      "calibration": flow.method if affine else None if flow is None else "flow",
+      "flow": None if flow is None or affine else {"config": flow.config.to_dict(), "dim": flow.dim,
+                                                   "init": flow.init},
       "version": version,
       "signatures": {
           "text": {"serving_default": "sentences string [B] -> embeddings float32 [B, D]",

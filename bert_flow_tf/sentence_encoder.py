@@ -268,7 +268,8 @@ class SentenceEncoder(search.SearchMixin):
     """Writes the servable SavedModels (README: Encoding and serving; bert_flow_tf/export.py).
 
     export_dir/text/<version> (strings in), export_dir/ids/<version> (token ids in) and export_info.json, as
-    run_flow.py --export_dir writes them; with a corpus also export_dir/search/<version>: query strings and k in,
+    run_flow.py --export_dir writes them, with the calibration in the graph (a flow, or a baseline as
+    export.Affine); with a corpus also export_dir/search/<version>: query strings and k in,
     the top-k corpus indices, cosine scores and sentences out, computed in the graph. `ExportedEncoder` loads
     them back.
 
@@ -282,13 +283,15 @@ class SentenceEncoder(search.SearchMixin):
       dict: "text", "ids", "search" (with a corpus) (the SavedModel directories) and "info" (the JSON file).
 
     Raises:
-      ValueError: a calibration other than a flow (the SavedModels chain a flow only), or an empty corpus.
+      ValueError: an empty corpus.
     """
-    if self.calibration is not None and self.calibration.method != calibrator.FLOW:
-      raise ValueError(f"export chains a flow or no calibration, not {self.calibration.method!r}")
     if isinstance(corpus, (str, os.PathLike)):
       corpus = io_utils.read_lines(os.fspath(corpus))
-    flow = None if self.calibration is None else self.calibration.glow
+    flow = None
+    if self.calibration is not None and self.calibration.method == calibrator.FLOW:
+      flow = self.calibration.glow
+    elif self.calibration is not None:
+      flow = export_lib.Affine(self.calibration.method, *self.calibration.affine())
     paths = export_lib.export_models(self.embedder, flow, export_dir, version=version, overwrite=overwrite)
     if corpus is not None:
       paths["search"] = export_lib.export_search_model(self.embedder, flow, self.encode(corpus), list(corpus),

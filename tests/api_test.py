@@ -96,10 +96,19 @@ def test_whitening_k_fit_save_load(tiny, tmp_path):
   np.testing.assert_allclose(enc.encode(SENTENCES), baselines.Whitening(4).fit(raw).transform(raw), atol=1e-5)
   loaded = SentenceEncoder.load(enc.save(str(tmp_path / "w4")))
   np.testing.assert_array_equal(loaded.calibration.transform(raw), enc.encode(SENTENCES))
-  with pytest.raises(ValueError, match="export chains a flow or no calibration, not 'whitening-4'"):
-    enc.export(str(tmp_path / "export"))
   with pytest.raises(ValueError, match=r"unknown calibration method 'pca'; allowed: \"flow\", \"whitening\""):
     enc.fit(SENTENCES, method="pca")
+
+
+@pytest.mark.slow
+def test_export_of_a_whitening_k_encoder(tiny, tmp_path):
+  enc = _encoder(tiny).fit(SENTENCES, method="whitening-4")
+  enc.export(str(tmp_path / "export"))
+  exported = bert_flow_tf.ExportedEncoder(str(tmp_path / "export"))
+  assert exported.info["calibration"] == "whitening-4" and exported.dim == 4 and exported.info["flow"] is None
+  want = enc.encode(SENTENCES)
+  assert np.abs(want).max() > 0.5  # whitened: O(1) values, where 1e-4 is a real check
+  np.testing.assert_allclose(exported.encode(SENTENCES), want, atol=1e-4)
 
 
 def test_load_refuses_a_calibration_of_another_model_or_pooling(tiny, tmp_path):

@@ -82,6 +82,18 @@ class BaselineCalibration:
     """float [M, D] -> np.float32 [M, D'] (computed in float64)."""
     return self.baseline.transform(x).astype(np.float32)
 
+  def affine(self):
+    """(center [D], kernel [D, D'], offset [D']) float64 with transform(x) = (x - center) @ kernel + offset.
+
+    Every baseline is affine; the kernel is read off the transform at center + each unit vector, exactly up to
+    float64 rounding. center is the fit data's mean (SN's mean for sn+natsv-k).
+    """
+    b = self.baseline
+    center = b.sn.mu if isinstance(b, baselines.SnNatsv) else b.mu
+    offset = b.transform(center[None])[0]                                      # [D']
+    kernel = b.transform(center[None] + np.eye(len(center))) - offset        # [D, D']
+    return center, kernel, offset
+
   def save(self, folder):
     os.makedirs(folder, exist_ok=True)
     self.baseline.save(os.path.join(folder, BASELINE_FILE))
