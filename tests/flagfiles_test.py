@@ -41,20 +41,20 @@ def _parse(module, paths):
 def test_run_flow_flagfiles_parse():
   flow, _ = _flagfiles()
   assert any(p.endswith("minilm_stsb_flow_target.cfg") for p in flow)
-  _parse("run_flow", flow)
+  _parse("bert_flow_tf.cli.run_flow", flow)
 
 
 def test_run_siamese_flagfiles_parse():
   _, siamese = _flagfiles()
   assert any(p.endswith("minilm_snli_siamese.cfg") for p in siamese)
-  _parse("run_siamese", siamese)
+  _parse("bert_flow_tf.cli.run_siamese", siamese)
 
 
 @pytest.mark.slow
 def test_a_misspelt_flag_in_a_flagfile_fails(tmp_path):
   bad = tmp_path / "bad.cfg"
   bad.write_text("--flagfile=flags/minilm_paths.cfg\n--sentence_embeding_type=avg\n")
-  code = _PARSE_ALL.format(repo=REPO, module="run_flow")
+  code = _PARSE_ALL.format(repo=REPO, module="bert_flow_tf.cli.run_flow")
   result = subprocess.run([sys.executable, "-c", code, str(bad)], capture_output=True, text=True, cwd=REPO,
                           timeout=300)
   assert result.returncode != 0 and "sentence_embeding_type" in result.stderr
