@@ -71,8 +71,13 @@ def test_fit_flow_then_save_and_load_bit_for_bit(tiny, tmp_path):
   rows_a, rows_b = list(range(0, 23, 2)), list(range(1, 23, 2)) + [0]
   ref, _ = fit_flow_lib.fit_flow(fit_flow_lib.CachedPairs(raw[rows_a], raw[rows_b]),
                                  fit_flow_lib.FlowFitConfig(flow_model_config=tiny["flow_config"], batch_size=4),
-                                 str(tmp_path / "ref"))
+                                 str(tmp_path / "ref"), provenance={"sentence_embedding_type": "first-last-avg",
+                                                                    "max_seq_length": 16})
   np.testing.assert_array_equal(z, fit_flow_lib.transform(ref, raw))
+  # A flow directory as run_flow.py leaves it, checked against the encoder's pooling.
+  np.testing.assert_array_equal(_encoder(tiny).load_flow(str(tmp_path / "ref")).calibration.transform(raw), z)
+  with pytest.raises(ValueError, match=r"sentence_embedding_type=cls \(the flow was fitted with first-last-avg\)"):
+    _encoder(tiny, pooling="cls").load_flow(str(tmp_path / "ref"))
 
   enc.save(str(tmp_path / "enc"))
   enc.save(str(tmp_path / "enc"))  # replaces the first atomically
