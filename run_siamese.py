@@ -35,6 +35,7 @@ config_flags.define_config_flags(siamese.SiameseConfig, skip=_MODEL_FIELDS + _EN
 flags.adopt_module_key_flags(model_flags)
 flags.adopt_module_key_flags(engine_flags)
 flags.adopt_module_key_flags(config_flags)
+flags.mark_flags_as_required(["task_name", "data_dir", "output_dir"])
 
 
 def main(argv):
@@ -54,5 +55,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  flags.mark_flags_as_required(["task_name", "data_dir", "output_dir"])
   one_line_errors.run(main)

@@ -63,8 +63,13 @@ def test_own_files_fit_evaluate_through_one_store(tmp_path, own_files):
         evaluation.cosine(sn.transform(a), sn.transform(b)), custom.eval.labels))
     markdown = open(os.path.join(out, "results.md")).read()
     assert "| method | custom |" in markdown
-    assert experiment.warnings == evaluation.calibration_warnings(results)
-    assert ("## Warnings" in markdown) == bool(experiment.warnings)
+    # One warning exactly when the SN score is below the uncalibrated one, naming both scores.
+    lowers = results[1].value < results[0].value
+    assert len(experiment.warnings) == int(lowers)
+    if lowers:
+      assert experiment.warnings[0].startswith(f"custom: sn (target) {results[1].value:.2f} < none "
+                                               f"{results[0].value:.2f} (spearman)")
+    assert ("## Warnings" in markdown) == lowers
 
 
 def test_eval_file_alone_fits_on_its_pairs(tmp_path, own_files):
