@@ -26,6 +26,8 @@ def test_one_line_names_the_place():
   assert errors.one_line(errors.UserError("bad score", "a.csv:3")) == "error: bad score (a.csv:3)"
   assert errors.one_line(errors.missing_file("no such\nfile", "x.txt")) == "error: no such file (x.txt)"
   assert errors.one_line(ValueError("--task_name: no"), (ValueError,)) == "error: no (--task_name)"
+  assert errors.one_line(ValueError("Unknown command line flag 'no_such'"), (ValueError,)) == \
+      "error: Unknown command line flag 'no_such' (--no_such)"
   assert errors.one_line(ValueError("a bug")) is None
   assert str(errors.UserError("bad score", "a.csv:3")) == "a.csv:3: bad score"
 
@@ -77,6 +79,7 @@ def setup(tmp_path_factory):
   (root / "read_only").mkdir(mode=0o555)
   unwritable = _unwritable_folder(root)
   (root / "bad.cfg").write_text("--batch_size=4\nbatch_size 8\n")
+  (root / "bad_pairs.tsv").write_text("s1\ts2\tscore\na\tb\t1\nc\td\thigh\n", encoding="utf-8")
   corrupt_flow = _write_flow(root / "flow16_corrupt" / "flow", 16)
   for data in (root / "flow16_corrupt" / "flow").glob("ckpt-*.data-*"):
     _truncate(data)
@@ -156,6 +159,16 @@ CASES = {
         lambda s: ("run_flow", ["--model_dir", s["model"], f"--data_dir={s['root'] / 'data'}",
                                 f"--output_parent_dir={s['unwritable'] / 'exp'}"], str(s["unwritable"] / "exp")),
         lambda s: f"{s['unwritable']}/exp)"),
+    "unknown flag": (lambda s: _run_flow(s, "--no_such_flag=1", exp="exp_flag"), "(--no_such_flag)"),
+    "unknown pooling (run_flow)": (lambda s: _run_flow(s, "--sentence_embedding_type=avg-last-x",
+                                                       exp="exp_pooling"), "(--sentence_embedding_type)"),
+    "malformed scored pairs": (lambda s: _run_flow(s, f"--eval_file={s['root'] / 'bad_pairs.tsv'}",
+                                                   exp="exp_pairs"), "bad_pairs.tsv:3)"),
+    "original flow without its checkpoint": (lambda s: _run_flow(s, "--export_flow=init_checkpoint",
+                                                                 f"--export_dir={s['root'] / 'export_x'}",
+                                                                 exp="exp_init"), "(--export_flow)"),
+    "two TPU names": (lambda s: _run_flow(s, "--tpu=a", "--use_tpu", "--tpu_name=b", exp="exp_tpu2"), "(--tpu)"),
+    "no TPU here": (lambda s: _run_flow(s, "--tpu=local", exp="exp_tpu"), "(--tpu)"),
     "siamese: unknown task": (lambda s: ("run_siamese", ["--task_name=snli-x", f"--data_dir={s['root'] / 'data'}",
                                                          f"--output_dir={s['root'] / 'siamese_task'}"], "siamese_task"),
                               "(--task_name)"),
