@@ -1,19 +1,18 @@
 """scripts/get_data.py against a loopback HTTP server that serves ../shared/data's files under their public paths.
 
-The server maps each manifest source (OWNER/REPO/COMMIT/PATH, as under raw.githubusercontent.com) to the shared
-file's bytes, so the script runs its real download path: HTTP GET, temporary file, size + sha256 check, rename.
-Nothing here touches the internet.
+The server (tests/data_server.py) maps each manifest source (OWNER/REPO/COMMIT/PATH, as under
+raw.githubusercontent.com) to the shared file's bytes, so the script runs its real download path: HTTP GET,
+temporary file, size + sha256 check, rename. Nothing here touches the internet.
 """
 import hashlib
-import http.server
 import importlib.util
 import json
 import pathlib
 import socket
-import threading
-import urllib.parse
 
 import pytest
+
+from tests import data_server
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("get_data", REPO / "scripts" / "get_data.py")
@@ -23,52 +22,10 @@ _spec.loader.exec_module(get_data)
 MANIFEST = get_data.load_manifest()
 
 
-class _Server:
-  """HTTP server on 127.0.0.1 in a thread; `routes` maps a URL path to bytes (a missing path is a 404)."""
-
-  def __init__(self, routes):
-    self.routes, self.requests = routes, []
-    server = self
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-
-      def do_GET(self):  # pylint: disable=invalid-name
-        path = urllib.parse.unquote(self.path)
-        server.requests.append(path)
-        body = server.routes.get(path)
-        if body is None:
-          self.send_error(404)
-          return
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-      def log_message(self, *args):
-        pass
-
-    self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-    self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-  def __enter__(self):
-    self.thread.start()
-    return self
-
-  def __exit__(self, *exc):
-    self.httpd.shutdown()
-    self.httpd.server_close()
-
-
 @pytest.fixture(scope="module")
 def routes(data_dir):
   """Every source path of every manifest file -> that file's bytes from ../shared/data."""
-  out = {}
-  for f in MANIFEST["files"]:
-    body = (data_dir / f["path"]).read_bytes()
-    for source in f["sources"]:
-      out["/" + source] = body
-  return out
+  return data_server.routes_from(data_dir)
 
 
 def _run(capsys, *argv):
@@ -95,7 +52,7 @@ def test_manifest_covers_the_shared_data_and_its_listing(data_dir):
 
 def test_downloads_everything_then_nothing(routes, data_dir, tmp_path, capsys):
   out = tmp_path / "data"
-  with _Server(routes) as server:
+  with data_server.DataServer(routes) as server:
     code, err = _run(capsys, "--data_dir", str(out), "--base_url", server.url)
     assert code == 0, err
     assert len(server.requests) == 72  # one GET per file: every primary source answered
@@ -121,7 +78,7 @@ def test_a_subset_and_a_failing_primary_source(routes, tmp_path, capsys):
   stsb_test = next(f for f in MANIFEST["files"] if f["path"] == "stsbenchmark/sts-test.csv")
   routes = dict(routes)
   del routes["/" + stsb_test["sources"][0]]
-  with _Server(routes) as server:
+  with data_server.DataServer(routes) as server:
     code, err = _run(capsys, "--data_dir", str(tmp_path), "--base_url", server.url, "--datasets", "stsb,qnli")
   assert code == 0, err
   assert _files_under(tmp_path) == ["QNLI/dev.tsv", "stsbenchmark/LICENSE.txt", "stsbenchmark/readme.txt",
@@ -138,7 +95,7 @@ def test_sha256_mismatch_fails_with_one_line_and_leaves_nothing(routes, tmp_path
   body = bytearray(routes["/" + qnli["sources"][0]])
   body[100] ^= 1  # one flipped bit, same size
   routes["/" + qnli["sources"][0]] = bytes(body)
-  with _Server(routes) as server:
+  with data_server.DataServer(routes) as server:
     code, err = _run(capsys, "--data_dir", str(tmp_path / "data"), "--base_url", server.url, "--datasets", "qnli")
   url = server.url + "/" + qnli["sources"][0]
   lines = err.splitlines()
@@ -172,7 +129,7 @@ def test_existing_file_with_other_bytes_and_unknown_dataset(routes, tmp_path, ca
   target = tmp_path / "QNLI" / "dev.tsv"
   target.parent.mkdir()
   target.write_text("index\tquestion\tsentence\tlabel\n")
-  with _Server(routes) as server:
+  with data_server.DataServer(routes) as server:
     code, err = _run(capsys, "--data_dir", str(tmp_path), "--base_url", server.url, "--datasets", "qnli")
     assert code == 1 and server.requests == []
     assert err.strip() == f"error: {target} exists with a sha256 other than the manifest's " \
