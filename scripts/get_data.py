@@ -21,6 +21,7 @@ HTTP server). Dataset names for --datasets: stsb, sick, sts12, sts13, sts14, sts
 """
 import argparse
 import hashlib
+import http.client
 import json
 import os
 import pathlib
@@ -88,6 +89,8 @@ def _why(error):
     return f"HTTP {error.code} {error.reason}"
   if isinstance(error, urllib.error.URLError):
     return f"{error.reason}"
+  if isinstance(error, http.client.IncompleteRead):
+    return f"the transfer stopped after {len(error.partial)} bytes of this read"
   return f"{type(error).__name__}: {error}"
 
 
@@ -137,7 +140,7 @@ def fetch_all(data_dir, datasets=None, base_url=None, force=False, timeout=60.0,
         _download(url, target, f["size"], f["sha256"], timeout,
                   lambda n, p=prefix: live and log(f"\r{p} {(done_bytes + n) * 100 // total:3d}% of all", end=""))
         break
-      except (GetDataError, OSError) as e:  # urllib's errors are OSErrors
+      except (GetDataError, OSError, http.client.HTTPException) as e:  # OSError: urllib's; HTTPException: a cut transfer
         errors.append((url, _why(e)))
     else:
       if live:

@@ -25,7 +25,8 @@ def routes_from(data_dir):
 
 
 class DataServer:
-  """HTTP server on 127.0.0.1 in a thread; `routes` maps a URL path to bytes (a missing path is a 404).
+  """HTTP server on 127.0.0.1 in a thread; `routes` maps a URL path to bytes (a missing path is a 404), or to
+  (bytes, Content-Length) to announce more bytes than it sends.
 
   `requests` lists the paths asked for, in order. Use as a context manager.
   """
@@ -43,8 +44,11 @@ class DataServer:
         if body is None:
           self.send_error(404)
           return
+        declared = len(body)
+        if isinstance(body, tuple):  # (bytes, Content-Length): a longer length makes a transfer cut short
+          body, declared = body
         self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(declared))
         self.end_headers()
         self.wfile.write(body)
 

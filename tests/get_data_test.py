@@ -107,6 +107,29 @@ def test_sha256_mismatch_fails_with_one_line_and_leaves_nothing(routes, tmp_path
   assert _files_under(tmp_path) == []  # the temporary file is gone, and nothing took the real name
 
 
+def test_a_transfer_cut_short_fails_with_one_line_and_leaves_nothing(routes, tmp_path, capsys):
+  """The server announces the full size, sends half and closes: every source of the file ends that way."""
+  sick = next(f for f in MANIFEST["files"] if f["path"] == "SICK/SICK_trial.txt")
+  routes = dict(routes)
+  for source in sick["sources"]:
+    body = routes["/" + source]
+    routes["/" + source] = (body[:len(body) // 2], len(body))
+  with data_server.DataServer(routes) as server:
+    code, err = _run(capsys, "--data_dir", str(tmp_path / "data"), "--base_url", server.url, "--datasets", "sick",
+                     "--timeout", "10")
+  line = err.splitlines()[-1]
+  assert code == 1 and not [l for l in err.splitlines() if l.startswith("Traceback")]
+  url = f"{server.url}/{sick['sources'][0]}"
+  half = sick["size"] // 2
+  assert line.startswith(f"error: cannot fetch {url} ({url} gave {half} bytes with sha256 ")
+  assert f"the manifest expects {sick['size']} bytes with sha256 {sick['sha256']}); " in line
+  assert "its 1 other source(s) failed too. By hand: download that URL to " \
+         f"{tmp_path / 'data' / 'SICK' / 'SICK_trial.txt'}" in line
+  assert not (tmp_path / "data" / "SICK" / "SICK_trial.txt").exists()
+  assert [p.name for p in (tmp_path / "data" / "SICK").iterdir() if p.name.startswith(".")] == []  # no temporary file
+  assert (tmp_path / "data" / "SICK" / "SICK_train.txt").is_file()  # the file before it stays
+
+
 def test_offline_fails_with_one_line_naming_the_url(tmp_path, capsys):
   with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
     s.bind(("127.0.0.1", 0))
