@@ -6,8 +6,10 @@
   --num_cpu_replicas N        MirroredStrategy over N logical CPU devices (tests the distributed path on a CPU)
   --use_xla, --static_shapes  XLA-compiled replica functions; every batch one of a few static shapes
 """
+from absl import app
 from absl import flags
 from absl import logging
+import tensorflow as tf
 
 from bert_flow_tf.utils import distribute
 
@@ -33,7 +35,7 @@ FLAGS = flags.FLAGS
 def tpu_from_flags():
   """The TPU name from --tpu or the original's --use_tpu/--tpu_name, or None."""
   if FLAGS.tpu is not None and FLAGS.use_tpu and FLAGS.tpu_name not in (None, FLAGS.tpu):
-    raise ValueError(f"--tpu={FLAGS.tpu!r} and --tpu_name={FLAGS.tpu_name!r} name different TPUs")
+    raise app.UsageError(f"--tpu={FLAGS.tpu!r} and --tpu_name={FLAGS.tpu_name!r} name different TPUs")
   if FLAGS.tpu is not None:
     return FLAGS.tpu
   if FLAGS.use_tpu:
@@ -43,13 +45,18 @@ def tpu_from_flags():
 
 def strategy_from_flags():
   """The tf.distribute strategy the flags ask for (see `distribute.make_strategy`); logs what it got."""
-  strategy = distribute.make_strategy(tpu=tpu_from_flags(), num_gpus=FLAGS.num_gpus,
-                                      num_cpu_replicas=FLAGS.num_cpu_replicas, tpu_zone=FLAGS.tpu_zone,
-                                      gcp_project=FLAGS.gcp_project)
+  tpu = tpu_from_flags()
+  try:
+    strategy = distribute.make_strategy(tpu=tpu, num_gpus=FLAGS.num_gpus, num_cpu_replicas=FLAGS.num_cpu_replicas,
+                                        tpu_zone=FLAGS.tpu_zone, gcp_project=FLAGS.gcp_project)
+  except (ValueError, tf.errors.OpError) as e:  # no such device, or more than one kind asked for
+    flag = "tpu" if tpu is not None else "num_gpus" if FLAGS.num_gpus else "num_cpu_replicas"
+    message = e.message if isinstance(e, tf.errors.OpError) else str(e)
+    raise app.UsageError(f"--{flag}={FLAGS[flag].value!r}: {message}") from e
   if FLAGS.num_tpu_cores is not None and distribute.is_tpu(strategy) and \
       strategy.num_replicas_in_sync != FLAGS.num_tpu_cores:
-    raise ValueError(f"--num_tpu_cores={FLAGS.num_tpu_cores}, but the TPU has {strategy.num_replicas_in_sync} "
-                     "replicas")
+    raise app.UsageError(f"--num_tpu_cores={FLAGS.num_tpu_cores}, but the TPU has "
+                         f"{strategy.num_replicas_in_sync} replicas")
   logging.info("embedding on %d replica(s) of %s; static shapes %s, XLA %s", strategy.num_replicas_in_sync,
                type(strategy).__name__, static_shapes_from_flags(strategy), FLAGS.use_xla)
   return strategy

@@ -38,6 +38,7 @@ config_flags.define_config_flags(siamese.SiameseConfig, skip=_MODEL_FIELDS + _EN
 flags.adopt_module_key_flags(model_flags)
 flags.adopt_module_key_flags(engine_flags)
 flags.adopt_module_key_flags(config_flags)
+flags.mark_flags_as_required(["task_name", "data_dir", "output_dir"])
 
 
 def main(argv):
@@ -58,7 +59,6 @@ def main(argv):
 
 def run():
   """The command: parses the flags (--task_name, --data_dir and --output_dir required) and runs `main`."""
-  flags.mark_flags_as_required(["task_name", "data_dir", "output_dir"])
   one_line_errors.run(main, flags_module=__name__)
 
 
