@@ -2,7 +2,8 @@
 
 `fit(method, x)` fits one on vectors x [N, D]; each has `method`, `input_dim` (D), `dim` (its output width D'),
 `transform(x)` (float [M, D] -> np.float32 [M, D']) and `save(folder)`; `load(folder)` restores any of them
-exactly (the same weights, so the same outputs). The fitting itself is `calibration.fit_flow` (the flow) and `calibration.baselines`.
+exactly (the same weights, so the same outputs). The fitting itself is `calibration.fit_flow` (the flow) and
+`calibration.baselines`.
 
 In a folder:
   flow        flow.json + a checkpoint of the Glow alone (`fit_flow.load_fitted_flow` reads it)

@@ -7,7 +7,8 @@ signature name and its input tensors.
 
 The text model gets a one-sentence and a several-sentence request on `serving_default` and a `similarity`
 request; the search model the same two query batches with k = 3; the ids model gets the same sentences,
-tokenized, on its `serving_default`. The sentences cover an empty line, accents and one longer than any max_seq_length up to 128.
+tokenized, on its `serving_default`. The sentences cover an empty line, accents and one longer than any
+max_seq_length up to 128.
 """
 import os
 
