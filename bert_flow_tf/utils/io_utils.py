@@ -5,7 +5,6 @@ import errno
 import os
 import tempfile
 
-
 from bert_flow_tf.utils import errors
 
 
