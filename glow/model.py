@@ -180,7 +180,7 @@ class Glow(keras.layers.Layer):
         x, step_logdet = step_fn(step, x)
         logdet += step_logdet
       if level < len(self.splits):
-        x, z, _ = self.splits[level](x)
+        x, z = self.splits[level](x)
         latents.append(z)
     return tf.concat(latents + [x], axis=-1), logdet
 

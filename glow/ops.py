@@ -336,8 +336,9 @@ class Split(keras.layers.Layer):
   """Factors out the second half of x under a standard-normal prior (the original's `split`).
 
   Forward: x [B, D] -> x1 [B, D/2] (goes on to the next level), z [B, D/2] (the split-off latent,
-  x2 itself: the original's prior on it has mean 0 and scale 1, so eps = (x2 - 0) / 1 = x2), and
-  log N(z; 0, I) [B] in nats. Inverse: (x1, z) -> x = [x1, z].
+  x2 itself: the original's prior on it has mean 0 and scale 1, so eps = (x2 - 0) / 1 = x2). Inverse:
+  (x1, z) -> x = [x1, z]. Every prior is N(0, I), so the model scores all latents at once
+  (`Glow.latent_nll`: log N(z; 0, I) of the concatenated z is the sum of the per-split terms).
   """
 
   def build(self, input_shape):
@@ -345,8 +346,7 @@ class Split(keras.layers.Layer):
     super().build(input_shape)
 
   def call(self, x):
-    x1, z = tf.split(x, 2, axis=-1)
-    return x1, z, standard_normal_logp(z)
+    return tuple(tf.split(x, 2, axis=-1))
 
   def inverse(self, x1, z):
     return tf.concat([x1, z], -1)

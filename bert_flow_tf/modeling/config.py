@@ -91,6 +91,3 @@ class BertConfig:
 
   def to_dict(self):
     return dataclasses.asdict(self)
-
-  def to_json_string(self):
-    return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"

@@ -5,8 +5,6 @@ import errno
 import os
 import tempfile
 
-import numpy as np
-
 from bert_flow_tf.utils import errors
 
 
@@ -73,13 +71,6 @@ def atomic_path(path):
   finally:
     if os.path.exists(tmp):
       os.remove(tmp)
-
-
-def save_npy(path, array):
-  """np.save, atomically."""
-  with atomic_path(path) as tmp:
-    with open(tmp, "wb") as f:
-      np.save(f, array)
 
 
 def write_text(path, text):

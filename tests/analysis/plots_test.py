@@ -5,8 +5,8 @@ import sys
 
 import numpy as np
 import pytest
+import scipy.stats
 
-from bert_flow_tf import evaluation
 from bert_flow_tf.analysis import plots
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -31,8 +31,15 @@ def test_figure2_is_a_png_with_one_panel_per_similarity_and_the_table6_numbers(t
   rhos = plots.similarity_vs_edit_distance(PAIRS, sims, str(path), title="test")
   width, height = png_size(path)
   assert (width, height) == (round(3 * 3.2 * plots.DPI), round(3.3 * plots.DPI))
-  assert path.stat().st_size > 10_000
-  assert rhos == {name: evaluation.lexical_correlation(PAIRS, s) for name, s in sims.items()}
+  # Each panel shows both kinds of pair: blue (edit distance > 4) and green (<= 4) points.
+  image = _rgb(path)
+  for panel in np.array_split(image, 3, axis=1):
+    r, g, b = panel[..., 0], panel[..., 1], panel[..., 2]
+    assert np.sum((b > r + 0.2) & (b > g + 0.05)) > 20 and np.sum((g > r + 0.1) & (g > b + 0.1)) > 20
+  distances = [_word_levenshtein(a.split(), b.split()) for a, b in PAIRS]
+  assert rhos.keys() == sims.keys()
+  for name, s in sims.items():
+    assert rhos[name] == pytest.approx(100 * scipy.stats.spearmanr(s, distances)[0], abs=1e-9)
   with pytest.raises(ValueError, match="'none': 3 values for 40 pairs"):
     plots.similarity_vs_edit_distance(PAIRS, {"none": [0., 1., 2.]}, str(tmp_path / "bad.png"))
 
@@ -44,7 +51,28 @@ def test_isotropy_figure_is_a_png_and_overlays_spaces_of_any_width(tmp_path):
   path = tmp_path / "isotropy.png"
   plots.isotropy_figure(spaces, str(path), title="test", num_pairs=500)
   assert png_size(path) == (10 * plots.DPI, round(3.8 * plots.DPI))
-  assert path.stat().st_size > 10_000
+  # Every space is drawn in both panels, in matplotlib's first three cycle colours (C0, C1, C2).
+  image = _rgb(path)
+  for panel in np.array_split(image, 2, axis=1):
+    for color in ("#1f77b4", "#ff7f0e", "#2ca02c"):
+      rgb = np.array([int(color[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+      assert np.sum(np.abs(panel - rgb).max(axis=-1) < 0.08) > 100, color  # an absent colour: 0
+
+
+def _rgb(path):
+  """float [H, W, 3] in [0, 1] of a PNG."""
+  import matplotlib.image  # pylint: disable=g-import-not-at-top
+  return matplotlib.image.imread(str(path))[..., :3]
+
+
+def _word_levenshtein(x, y):
+  """Insertions, deletions and substitutions of words turning x into y (the textbook DP, one row at a time)."""
+  row = list(range(len(y) + 1))
+  for i, word in enumerate(x, start=1):
+    previous, row[0] = row[:], i
+    for j, other in enumerate(y, start=1):
+      row[j] = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (word != other))
+  return row[-1]
 
 
 def test_spectrum_shares():
