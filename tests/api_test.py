@@ -18,6 +18,7 @@ from bert_flow_tf.data import sts
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.serving import op_audit
 from bert_flow_tf.serving import session_loader
+from bert_flow_tf.serving import warmup
 from tests import tiny_runs
 from tests.embedding.tiny_model import SENTENCES, tiny_model
 
@@ -170,6 +171,11 @@ def test_export_with_a_corpus_serves_encode_and_search(tiny, tmp_path):
   got = exported.search(QUERIES, k=4)
   session = session_loader.SessionModel(paths["search"])
   served = session.run("serving_default", {"queries": QUERIES, "k": 4})
+  warmup_logs = warmup.read(paths["search"])  # the TF Serving warm-up requests run as they are
+  assert len(warmup_logs) == 2
+  for log in warmup_logs:
+    signature, inputs = warmup.request_inputs(log)
+    assert session.run(signature, inputs)["indices"].shape == (len(inputs["queries"]), 3)
   session.close()
   for q, (w, g) in enumerate(zip(want, got)):
     ids = [h["corpus_id"] for h in w]
