@@ -18,8 +18,9 @@ The BERT weights are not copied: as BERT-whitening keeps its kernel and bias bes
 kept with the name of the model it was fitted on, and `load` checks the fingerprint of the model it finds.
 
 The fingerprint hashes what the vectors depend on: the encoder's weights (shapes, bytes), the model config,
-the vocabulary file's bytes, do_lower_case, the pooling and max_seq_length. A calibration is refused on vectors
-with another fingerprint.
+the vocabulary file's bytes, do_lower_case, the pooling and max_seq_length (not the file format: the same weights
+read from a TF1 checkpoint or an HF directory give the same vectors). A calibration is refused on vectors with
+another fingerprint.
 
 Legend: n, m = sentences, D = the (calibrated) embedding width.
 """
@@ -50,7 +51,7 @@ def fingerprint(embedder):
   """16 hex digits naming what `embedder`'s vectors depend on (see the module notes)."""
   model = embedder.model
   h = hashlib.sha256()
-  head = {"config": None if model.config is None else model.config.to_dict(), "format": model.format,
+  head = {"config": None if model.config is None else model.config.to_dict(),
           "do_lower_case": bool(model.do_lower_case), "pooling": embedder.pooling.name,
           "max_seq_length": embedder.max_seq_length}
   h.update(json.dumps(head, sort_keys=True).encode("utf-8"))

@@ -16,6 +16,7 @@ from bert_flow_tf.calibration import baselines
 from bert_flow_tf.calibration import fit_flow as fit_flow_lib
 from bert_flow_tf.data import sts
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
+from bert_flow_tf.loaders import tf1_checkpoint
 from bert_flow_tf.serving import op_audit
 from bert_flow_tf.serving import session_loader
 from bert_flow_tf.serving import warmup
@@ -127,6 +128,12 @@ def test_load_refuses_a_calibration_of_another_model_or_pooling(tiny, tmp_path):
   assert "\n" not in message and message.startswith(f"{saved} was saved from {tiny['dir']} (pooling first-last-avg")
   fingerprints = re.findall(r"fingerprint ([0-9a-f]{16})", message)
   assert len(fingerprints) == 2 and fingerprints[0] != fingerprints[1]
+  # The same weights in another file format are the same model.
+  source = tiny_model(tmp_path / "tf1_source")
+  tf1_dir = str(tmp_path / "tf1")
+  tf1_checkpoint.save_tf1_checkpoint(source.encoder, source.config, tf1_dir, vocab_file=source.vocab_file,
+                                     allow_exact_gelu=True)
+  assert SentenceEncoder.load(saved, model=tf1_dir).calibration.method == "whitening"
   with pytest.raises(ValueError, match=r"pooling first-last-avg, max_seq_length 16, .* not from this encoder's "
                                        r".* \(pooling cls, max_seq_length 16"):
     _encoder(tiny, pooling="cls").load_calibration(saved)
