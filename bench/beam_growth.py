@@ -13,6 +13,10 @@ each stage in its own process and reports its wall seconds and peak RSS (the pro
 
   python bench/beam_growth.py --sizes 10000,30000,0 --beam_sizes 10000 --beam_workers 1,2
 
+`--synthetic_sizes 100000,300000,1000000` also writes stores of random D=384 vectors of those sizes (in the store's
+layout, 16,384 rows a shard) and runs only the two fits on them, `--synthetic_epochs` of an epoch each: how the
+fit's memory grows past the shared data's size, where the shuffle buffer and the shards read side by side are full.
+
 Size 0 means every distinct sentence. Prints one JSON line per (size, stage), then a summary JSON object; records
 the load average before and after.
 """
@@ -89,11 +93,27 @@ def stage_fit(args):
     pairs = store_stream.StreamedPairs(shards)
   else:
     pairs = _pairs_in_memory(shards)
+  config = fit_flow.FlowFitConfig(save_checkpoints_steps=10 ** 9, num_train_epochs=args.epochs)
   start = time.perf_counter()
-  _, summary = fit_flow.fit_flow(pairs, fit_flow.FlowFitConfig(save_checkpoints_steps=10 ** 9), args.flow_dir)
+  _, summary = fit_flow.fit_flow(pairs, config, args.flow_dir)
   out.update(seconds=time.perf_counter() - start, steps=summary["num_steps"], pairs=len(pairs),
              last_loss=summary["last_loss"])
   return out
+
+
+def write_random_store(folder, n, dim=384, shard_size=16384, seed=0):
+  """A store folder of n random anisotropic float32 [dim] vectors under "mean-6" (MiniLM's last-avg)."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from bert_flow_tf.embedding import store as store_lib  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(seed)
+  scale = np.geomspace(3.0, 0.03, dim).astype(np.float32)
+  os.makedirs(os.path.join(folder, "mean-6"), exist_ok=True)
+  for start in range(0, n, shard_size):
+    k = min(shard_size, n - start)
+    keys = np.sort(store_lib.sentence_keys([f"synthetic {i}" for i in range(start, start + k)]))
+    vectors = rng.standard_normal((k, dim), dtype=np.float32) * scale
+    np.savez(os.path.join(folder, "mean-6", store_lib.shard_name(keys)), keys=keys, vectors=vectors)
+  return folder
 
 
 def _run(cmd, env=None):
@@ -121,7 +141,10 @@ def main():
   parser.add_argument("--model", default="all-minilm-l6-v2")
   parser.add_argument("--work_dir", default="/tmp/beam_growth")
   parser.add_argument("--beam_python", default=sys.executable, help="A Python with apache_beam installed.")
+  parser.add_argument("--synthetic_sizes", default="")
+  parser.add_argument("--synthetic_epochs", type=float, default=0.05)
   parser.add_argument("--stage", default=None, help=argparse.SUPPRESS)
+  parser.add_argument("--epochs", type=float, default=1.0, help=argparse.SUPPRESS)
   parser.add_argument("--corpus", default=None, help=argparse.SUPPRESS)
   parser.add_argument("--store", default=None, help=argparse.SUPPRESS)
   parser.add_argument("--flow_dir", default=None, help=argparse.SUPPRESS)
@@ -137,7 +160,15 @@ def main():
   sentences = all_sentences(DATA_DIR)
   rows, load_before = [], os.getloadavg()
   me = [sys.executable, str(pathlib.Path(__file__).resolve())]
-  for size in [int(s) for s in args.sizes.split(",")]:
+  for n in [int(s) for s in args.synthetic_sizes.split(",") if s]:
+    folder = write_random_store(str(work / f"synthetic_{n}"), n)
+    for stage in ("fit_stream", "fit_memory"):
+      wall, rss, got = _run(me + ["--stage", stage, "--store", folder, "--epochs", str(args.synthetic_epochs),
+                                  "--flow_dir", str(work / f"{stage}_synthetic_{n}")], env)
+      rows.append({"sentences": n, "stage": f"{stage}_synthetic", "wall_s": wall, "peak_rss_mb": rss,
+                   "store_mb": _du_mb(folder), **got})
+      print(json.dumps(rows[-1]), flush=True)
+  for size in [int(s) for s in args.sizes.split(",") if s]:
     n = size or len(sentences)
     corpus = work / f"corpus_{n}.txt"
     corpus.write_text("".join(s.replace("\n", " ") + "\n" for s in sentences[:n]), encoding="utf-8")

@@ -8,7 +8,9 @@ replaces the file with the same bytes instead of adding a second shard.
 Legend: k = sentences in a shard, H = hidden size.
 """
 import io
+import logging
 import uuid
+import zipfile
 
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
@@ -28,8 +30,8 @@ def read_keys(path):
   try:
     with FileSystems.open(path) as f, np.load(io.BytesIO(f.read())) as data:
       return data["keys"]
-  except (OSError, ValueError, KeyError, EOFError) as e:  # unreadable: the sentences count as missing
-    del e
+  except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+    logging.warning("store shard %s is unreadable (%s); its sentences count as missing", path, e)
     return np.zeros([0], "S16")
 
 

@@ -19,7 +19,7 @@ from bert_flow_tf.beam import shards
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore, sentence_keys
 from bert_flow_tf.modeling import pooling as pooling_lib
-from tests.tiny_runs import tiny_model_dir
+from tests.tiny_runs import REPO, tiny_model_dir
 
 POOLING = "first-last-avg"   # two quantities: mean-1 and mean-3
 MAX_LEN = 16
@@ -50,11 +50,19 @@ def run(tmp_path_factory):
   (tmp / "in").mkdir()
   (tmp / "in" / "a.txt").write_text("\n".join(sentences[:1200] + ["", "   "] + sentences[:30]) + "\n")
   (tmp / "in" / "b.txt").write_text("\n".join(sentences[1100:] + [""]) + "\n")
-  os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p)
-  summary = pipeline.embed_files(
-      str(tmp / "in" / "*.txt"), cached_dir, {"model_dir": model_dir}, [POOLING], max_seq_length=MAX_LEN,
-      batch_size=64, shard_size=300, inference_batch_size=256, intra_op_threads=1,
-      options=pipeline.local_options(2, ["--direct_runner_bundle_repeat=1"]))
+  # The worker processes import bert_flow_tf from the repository root (what `python -m bert_flow_tf.beam` sets).
+  old_path = os.environ.get("PYTHONPATH")
+  os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, old_path) if p)
+  try:
+    summary = pipeline.embed_files(
+        str(tmp / "in" / "*.txt"), cached_dir, {"model_dir": model_dir}, [POOLING], max_seq_length=MAX_LEN,
+        batch_size=64, shard_size=300, inference_batch_size=256, intra_op_threads=1,
+        options=pipeline.local_options(2, ["--direct_runner_bundle_repeat=1"]))
+  finally:
+    if old_path is None:
+      del os.environ["PYTHONPATH"]
+    else:
+      os.environ["PYTHONPATH"] = old_path
   return model_dir, cached_dir, sentences, prefilled, summary
 
 
@@ -105,3 +113,5 @@ def test_writing_a_shard_twice_keeps_one_file(tmp_path):
   np.testing.assert_array_equal(shards.read_keys(str(tmp_path / "mean-1" / first)), keys)
   with pytest.raises(ValueError, match="sorted"):
     shards.write_shard(str(tmp_path), keys[::-1], values)
+  (tmp_path / "mean-1" / first).write_bytes(b"not a zip file")
+  assert len(shards.read_keys(str(tmp_path / "mean-1" / first))) == 0   # counts as missing: embedded again
