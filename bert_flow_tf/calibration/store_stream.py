@@ -80,7 +80,9 @@ class StreamedPairs:
   """fit_flow's pairs, streamed from the store (see the module notes). Fits on one device, as CachedPairs.
 
   `fit_flow` asks `batch_order` for its order: here the step numbers themselves; step s's batch is the s-th of
-  the stream, so a fit resumed at step s skips s batches and sees what an uninterrupted one would.
+  the stream, so a fit resumed at step s skips s batches and sees what an uninterrupted one would. tf.data's
+  seeded shuffles also depend on TF's global seed, which fit_flow sets to the fit's seed before the first batch
+  (`keras.utils.set_random_seed`); `pair_ids` sets it the same way.
 
   Args:
     shards: StoreShards.
@@ -143,7 +145,9 @@ class StreamedPairs:
     return a, b
 
   def pair_ids(self, num_steps, batch_size, seed):
-    """int64 [num_steps, B]: the pair ids (shard index * 2**32 + row a) each step sees, for tests and checks."""
+    """int64 [num_steps, B]: the pair ids (shard index * 2**32 + row a) each step of a fit with this batch size
+    and seed sees, for tests and checks. Sets TF's global seed to `seed`, as fit_flow does."""
+    tf.random.set_seed(seed)
     batches = self.dataset(batch_size, seed).take(num_steps)
     return np.stack([ids.numpy() for _, _, ids in batches]) if num_steps else np.zeros([0, batch_size], np.int64)
 
