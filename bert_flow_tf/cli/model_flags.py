@@ -15,6 +15,10 @@ from bert_flow_tf.modeling import presets
 
 NAMES = ("model_dir", "bert_config_file", "vocab_file", "init_checkpoint", "do_lower_case", "hub_preprocess_dir")
 _TF1_FILES = ("bert_config_file", "vocab_file", "init_checkpoint")
+# How every entry point embeds unless told otherwise (the Python API's load_encoder too; docs/flags.md).
+DEFAULT_POOLING = "last-avg"
+DEFAULT_MAX_SEQ_LENGTH = 64
+DEFAULT_ENCODE_BATCH_SENTENCES = 64
 
 
 def define_model_flags(flag_values=flags.FLAGS):
