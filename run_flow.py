@@ -59,11 +59,6 @@ def _check_flags():
   if FLAGS.export_dir and len(FLAGS.pooling) > 1:
     raise app.UsageError(f"--export_dir exports one pooling; --{aliases.given_name(FLAGS, 'pooling')} lists "
                          f"{len(FLAGS.pooling)}")
-  if FLAGS.output_dir:
-    clashes = [f"--{name}" for name in ("output_parent_dir", "exp_name", "exp_name_prefix") if FLAGS[name].present]
-    if clashes:
-      raise app.UsageError(f"--output_dir={FLAGS.output_dir!r} names the output folder; {', '.join(clashes)} "
-                           "(the original's way to name it) cannot be combined with it")
 
 
 def _eval_tasks():
@@ -79,25 +74,12 @@ def _eval_tasks():
 
 
 def _exp_name():
-  if FLAGS.exp_name:
-    return FLAGS.exp_name
+  """The default --exp_name: <exp_name_prefix>_<task>_<model>_<pooling>_<flow>."""
   flow = f"flow-{'+'.join(FLAGS.fit_on)}-{FLAGS.flow_mode}" if FLAGS.flow else "noflow"
   model = os.path.basename(os.path.normpath(FLAGS.init_checkpoint or FLAGS.model_dir))
   own = FLAGS.train_file or FLAGS.eval_file
   task = f"{data.custom.LABEL}-{os.path.splitext(os.path.basename(own))[0]}" if own else FLAGS.task_name
   return f"{FLAGS.exp_name_prefix}_{task}_{model}_{'+'.join(FLAGS.pooling)}_{flow}"
-
-
-def _output_dir():
-  """--output_dir, or the original's <output_parent_dir>/<exp_name>."""
-  return FLAGS.output_dir or os.path.join(FLAGS.output_parent_dir, _exp_name())
-
-
-def _cache_dir(output_dir):
-  """--cache_dir, or a cache/ folder beside the output folder ('' keeps the vectors in memory)."""
-  if FLAGS.cache_dir is not None:
-    return FLAGS.cache_dir
-  return os.path.join(os.path.dirname(os.path.normpath(output_dir)), "cache")
 
 
 def main(argv):
@@ -109,7 +91,7 @@ def main(argv):
     custom = data.custom.load_custom(FLAGS.train_file, FLAGS.eval_file, FLAGS.train_format)
   except (ValueError, FileNotFoundError) as e:
     raise app.UsageError(str(e)) from e
-  output_dir = _output_dir()
+  output_dir = run_flow_flags.output_dir_from_flags(FLAGS, _exp_name)
   os.makedirs(output_dir, exist_ok=True)
   io_utils.write_text(os.path.join(output_dir, "flags.txt"), FLAGS.flags_into_string())
   target_fit = FlowFitConfig(flow_model_config=FLAGS.flow_model_config, init=FLAGS.flow_init,
@@ -130,7 +112,8 @@ def main(argv):
       flow_mode=FLAGS.flow_mode, use_full_for_training=FLAGS.use_full_for_training,
       one_pass_full=FLAGS.one_pass_full, baselines=tuple(FLAGS.baselines),
       lexical_analysis=FLAGS.lexical_analysis, analysis=FLAGS.analysis,
-      cache_dir=_cache_dir(output_dir), batch_size=FLAGS.encode_batch_sentences, strategy=strategy,
+      cache_dir=run_flow_flags.cache_dir_from_flags(FLAGS, output_dir), batch_size=FLAGS.encode_batch_sentences,
+      strategy=strategy,
       static_shapes=engine_flags.static_shapes_from_flags(strategy), use_xla=FLAGS.use_xla,
       custom=custom) for name in poolings]
   experiments = run_experiments(configs)

@@ -5,6 +5,9 @@
 Names follow docs/flags.md: one name per concept across run_flow.py, run_siamese.py and encode; the original
 BERT-flow's names are aliases (ALIASES).
 """
+import os
+
+from absl import app
 from absl import flags
 
 import glow
@@ -112,3 +115,30 @@ def define_flags(flag_values=flags.FLAGS):
                        "Sentences per BERT encoding batch (speed only; results do not depend on it).",
                        flag_values=fv)
   aliases.define_aliases(ALIASES, fv)
+
+
+def output_dir_from_flags(flag_values, default_exp_name):
+  """--output_dir, or the original's <output_parent_dir>/<exp_name>.
+
+  Args:
+    flag_values: the parsed flags.
+    default_exp_name: callable () -> str, the --exp_name to use when it is unset.
+
+  Raises:
+    app.UsageError when --output_dir comes with --output_parent_dir, --exp_name or --exp_name_prefix.
+  """
+  fv = flag_values
+  if fv.output_dir:
+    clashes = [f"--{name}" for name in ("output_parent_dir", "exp_name", "exp_name_prefix") if fv[name].present]
+    if clashes:
+      raise app.UsageError(f"--output_dir={fv.output_dir!r} names the output folder; {', '.join(clashes)} "
+                           "(the original's way to name it) cannot be combined with it")
+    return fv.output_dir
+  return os.path.join(fv.output_parent_dir, fv.exp_name or default_exp_name())
+
+
+def cache_dir_from_flags(flag_values, output_dir):
+  """--cache_dir, or a cache/ folder beside the output folder `output_dir` ('' keeps the vectors in memory)."""
+  if flag_values.cache_dir is not None:
+    return flag_values.cache_dir
+  return os.path.join(os.path.dirname(os.path.normpath(output_dir)), "cache")
