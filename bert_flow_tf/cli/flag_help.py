@@ -53,10 +53,12 @@ def help_text(flag_values, groups, doc=""):
   Args:
     flag_values: the parsed or unparsed FlagValues that defines every named flag.
     groups: sequence of (title, sequence of flag names); see `check_groups`.
-    doc: the entry point's docstring (its text up to the first blank line heads the help).
+    doc: the entry point's docstring: its first paragraph heads the help, with the next one if that is indented
+      (the usage examples).
   """
   check_groups(flag_values, groups)
-  parts = [doc.strip().split("\n\n")[0]] if doc.strip() else []
+  paragraphs = doc.strip("\n").split("\n\n") if doc.strip() else []
+  parts = paragraphs[:1] + [p for p in paragraphs[1:2] if p.startswith(" ")]
   for title, names in groups:
     parts.append(f"{title}:\n" + "\n".join(_entry(flag_values[name]) for name in names))
   alias_names = aliases.aliases_of(flag_values)

@@ -7,7 +7,6 @@ BERT-flow's names are aliases (ALIASES).
 """
 import os
 
-from absl import app
 from absl import flags
 
 import glow
@@ -95,8 +94,8 @@ def define_flags(flag_values=flags.FLAGS):
   flags.DEFINE_integer("save_checkpoints_steps", 100, "Flow checkpoint period.", flag_values=fv)
   # Outputs.
   flags.DEFINE_string("output_dir", None, "The output folder (results.json, flows/, ...); unset: "
-                      "<output_parent_dir>/<exp_name>. Not with --output_parent_dir, --exp_name or "
-                      "--exp_name_prefix.", flag_values=fv)
+                      "<output_parent_dir>/<exp_name>. When given, those two are ignored (so it overrides a "
+                      "flagfile's).", flag_values=fv)
   flags.DEFINE_string("output_parent_dir", "exp", "The original's way to name the output folder: its parent "
                       "(with --exp_name), when --output_dir is unset.", flag_values=fv)
   flags.DEFINE_string("exp_name", None, "The output folder's name under --output_parent_dir; unset: "
@@ -118,21 +117,15 @@ def define_flags(flag_values=flags.FLAGS):
 
 
 def output_dir_from_flags(flag_values, default_exp_name):
-  """--output_dir, or the original's <output_parent_dir>/<exp_name>.
+  """--output_dir if given (it wins over a flagfile's --output_parent_dir/--exp_name), else the original's
+  <output_parent_dir>/<exp_name>.
 
   Args:
     flag_values: the parsed flags.
     default_exp_name: callable () -> str, the --exp_name to use when it is unset.
-
-  Raises:
-    app.UsageError when --output_dir comes with --output_parent_dir, --exp_name or --exp_name_prefix.
   """
   fv = flag_values
   if fv.output_dir:
-    clashes = [f"--{name}" for name in ("output_parent_dir", "exp_name", "exp_name_prefix") if fv[name].present]
-    if clashes:
-      raise app.UsageError(f"--output_dir={fv.output_dir!r} names the output folder; {', '.join(clashes)} "
-                           "(the original's way to name it) cannot be combined with it")
     return fv.output_dir
   return os.path.join(fv.output_parent_dir, fv.exp_name or default_exp_name())
 

@@ -52,7 +52,7 @@ def define_flags(flag_values=flags.FLAGS):
                                    defaults={"do_train": False}, names=RENAMES, flag_values=fv)
   fv["output_dir"].help += " Required, unless the original's --output_parent_dir and --exp_name are given."
   flags.DEFINE_string("output_parent_dir", None, "The original's way to name the output folder: "
-                      "<output_parent_dir>/<exp_name>, when --output_dir is unset.", flag_values=fv)
+                      "<output_parent_dir>/<exp_name>, used when --output_dir is unset.", flag_values=fv)
   flags.DEFINE_string("exp_name", None, "The output folder's name under --output_parent_dir.", flag_values=fv)
   for name in REQUIRED:
     fv[name].help = "Required. " + fv[name].help
@@ -60,17 +60,14 @@ def define_flags(flag_values=flags.FLAGS):
 
 
 def output_dir_from_flags(flag_values=flags.FLAGS):
-  """--output_dir, or the original's <output_parent_dir>/<exp_name>.
+  """--output_dir if given (it wins over --output_parent_dir/--exp_name), else the original's
+  <output_parent_dir>/<exp_name>.
 
   Raises:
-    app.UsageError when neither (or both) is given.
+    app.UsageError when neither is given.
   """
   fv = flag_values
-  original = fv.output_parent_dir is not None or fv.exp_name is not None
   if fv.output_dir is not None:
-    if original:
-      raise app.UsageError(f"--output_dir={fv.output_dir!r} names the output folder; --output_parent_dir and "
-                           "--exp_name (the original's way to name it) cannot be combined with it")
     return fv.output_dir
   if fv.output_parent_dir is None or fv.exp_name is None:
     raise app.UsageError("no output folder: give --output_dir (or the original's --output_parent_dir with "
