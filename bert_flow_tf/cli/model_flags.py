@@ -3,8 +3,7 @@
 A model is a directory or preset name (`--model_dir`), or the original's three TF1 files
 (`--bert_config_file --vocab_file --init_checkpoint`, all three, and then no `--model_dir`).
 
-  model_flags.define_model_flags()                       # at the entry point's top, before app.run
-  flags.adopt_module_key_flags(model_flags)              # so that --help lists them
+  model_flags.define_model_flags()                       # in an entry point's define_flags, before app.run
   loaded = model_flags.load_model_from_flags(FLAGS)      # in main
 """
 from absl import app

@@ -24,8 +24,8 @@ ENGINE_FIELDS = ("tpu", "num_gpus", "use_xla", "static_shapes")
 # SiameseConfig field -> its flag, where the two differ.
 RENAMES = {"sentence_embedding_type": "pooling", "train_batch_size": "train_batch_pairs",
            "eval_batch_size": "eval_batch_pairs", "predict_batch_size": "predict_batch_pairs"}
-# alias -> canonical flag: the original's name of each renamed field.
-ALIASES = {field: flag for field, flag in RENAMES.items()}
+# alias -> canonical flag: the config's field names are the original's flag names.
+ALIASES = dict(RENAMES)
 
 GROUPS = (
     ("Task and data", ("task_name", "data_dir", "train_splits", "num_examples", "dupe_factor")),
