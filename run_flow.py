@@ -24,6 +24,7 @@ from bert_flow_tf.loaders import tf1_flow
 from bert_flow_tf.cli import one_line_errors
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf.utils import distribute
+from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import logs
 from bert_flow_tf.modeling import pooling
 from bert_flow_tf import data
@@ -89,8 +90,11 @@ def main(argv):
   _check_flags()
   try:
     custom = data.custom.load_custom(FLAGS.train_file, FLAGS.eval_file, FLAGS.train_format)
+  except errors.UserError:
+    raise  # already names its file:line
   except (ValueError, FileNotFoundError) as e:
     raise app.UsageError(str(e)) from e
+  strategy = engine_flags.strategy_from_flags()  # before any output: a missing device ends the run here
   output_dir = run_flow_flags.output_dir_from_flags(FLAGS, _exp_name)
   os.makedirs(output_dir, exist_ok=True)
   io_utils.write_text(os.path.join(output_dir, "flags.txt"), FLAGS.flags_into_string())
@@ -98,7 +102,6 @@ def main(argv):
                              learning_rate=FLAGS.flow_learning_rate, num_train_epochs=FLAGS.num_train_epochs,
                              batch_size=FLAGS.flow_batch_pairs, seed=FLAGS.seed,
                              save_checkpoints_steps=FLAGS.save_checkpoints_steps)
-  strategy = engine_flags.strategy_from_flags()
   with distribute.variable_scope(strategy):
     model = model_flags.load_model_from_flags(FLAGS)
   poolings = FLAGS.pooling

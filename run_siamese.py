@@ -27,8 +27,10 @@ FLAGS = flags.FLAGS
 
 # Every flag, in the groups --help shows: bert_flow_tf/cli/siamese_flags.py (names: docs/flags.md). The model flags
 # (--model_dir or the original's three TF1 files) and the engine flags (--tpu, --num_gpus, ...) fill the config's
-# own fields; every other SiameseConfig field is a flag.
+# own fields; every other SiameseConfig field is a flag. The output folder is checked in main (--output_dir, or the
+# original's --output_parent_dir with --exp_name).
 siamese_flags.define_flags()
+flags.mark_flags_as_required(siamese_flags.REQUIRED)
 
 
 def main(argv):
@@ -48,5 +50,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  flags.mark_flags_as_required(siamese_flags.REQUIRED)
   one_line_errors.run(main, help_groups=siamese_flags.GROUPS, doc=__doc__)

@@ -36,15 +36,21 @@ def cpu_strategy():
   return tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(NUM_LOGICAL_CPUS)])
 
 
+def in_ci():
+  """Whether CI is set to a truthy value (CI systems say "true", "1", "yes"); "", "0", "false", "no" are not."""
+  return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 @pytest.fixture(scope="session")
 def data_dir():
   """The unmodified evaluation data (../shared/data, or $BERT_FLOW_DATA).
 
-  Tests that need it skip without it, except in CI (CI=true), where a missing data folder is a failure.
+  Tests that need it skip without it, except in CI (CI set to a truthy value), where a missing data folder is a
+  failure.
   """
   if not SHARED_DATA.is_dir():
     message = f"no evaluation data at {SHARED_DATA} (set BERT_FLOW_DATA, or put it at ../shared/data)"
-    if os.environ.get("CI", "").lower() == "true":
+    if in_ci():
       pytest.fail(message)
     pytest.skip(message)
   return SHARED_DATA

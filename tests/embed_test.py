@@ -1,7 +1,4 @@
-"""SentenceEmbedder and the encode command on the real MiniLM: order, buckets, empty lines, bad files."""
-import subprocess
-import sys
-
+"""SentenceEmbedder on the real MiniLM (order, buckets, empty lines) and reading sentence files."""
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -37,23 +34,6 @@ def test_bucketed_batches_equal_one_sentence_at_full_length(minilm):
   # Empty and whitespace-only lines are both "[CLS] [SEP]".
   np.testing.assert_array_equal(got[1], got[2])
   assert np.all(np.isfinite(got))
-
-
-@pytest.mark.slow
-def test_encode_command_and_bad_input(tmp_path, minilm_dir):
-  src = tmp_path / "s.txt"
-  src.write_text("\n".join(["A man is playing a guitar.", "A dog barks."]) + "\n", encoding="utf-8")
-  out = tmp_path / "e.npy"
-  cmd = [sys.executable, "-m", "bert_flow_tf.encode", f"--model_dir={minilm_dir}", "--input_file", str(src),
-         "--output_file", str(out), "--sentence_embedding_type=cls-raw"]
-  subprocess.run(cmd, check=True, capture_output=True)
-  emb = np.load(out)
-  assert emb.shape == (2, 384) and emb.dtype == np.float32
-  bad = tmp_path / "bad.txt"
-  bad.write_bytes(b"fine\nbad \xff byte\n")
-  result = subprocess.run(cmd[:5] + [str(bad)] + cmd[6:], capture_output=True, text=True)
-  assert result.returncode != 0
-  assert result.stderr.splitlines()[-1] == f"error: not valid UTF-8 (byte 0xff at column 5) ({bad}:2)"
 
 
 def test_read_lines_errors(tmp_path):

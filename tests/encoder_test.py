@@ -66,7 +66,11 @@ def test_gelu_variants_differ_and_match_formulas():
   from scipy.special import erf
   exact = 0.5 * x.numpy() * (1 + erf(x.numpy() / np.sqrt(2)))
   np.testing.assert_allclose(layers.gelu_erf(x).numpy(), exact, atol=1e-6)
-  assert np.abs(layers.gelu_tanh(x).numpy() - exact).max() > 1e-5
+  # google-research/bert's gelu: the tanh approximation of Hendrycks & Gimpel (2016), eq. after (2).
+  v = x.numpy()
+  approx = 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
+  np.testing.assert_allclose(layers.gelu_tanh(x).numpy(), approx, atol=1e-6)
+  assert np.abs(approx - exact).max() > 1e-5
 
 
 def test_config_readers_map_gelu_by_format(tmp_path):

@@ -79,16 +79,18 @@ def test_resume_after_crash_ends_where_an_uninterrupted_run_ends(tmp_path, tiny_
 
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_config):
   pairs = _pairs()
+  # With the fixed batch order, poison the rows that step 8 first touches: steps 1-7 are finite, so checkpoints
+  # are saved at steps 3 and 6 (save_checkpoints_steps=3), and the fit must stop at step 8 keeping ckpt-6.
+  order = order_lib.batch_order(len(pairs.a), tiny_config.batch_size, 12, tiny_config.seed)
+  bad_rows = sorted(set(order[7]) - set(order[:7].reshape(-1)))
+  assert bad_rows
   bad = pairs.a.copy()
-  bad[50:] = np.nan
-  # With a fixed order, find the first step that touches a NaN row.
-  order = order_lib.batch_order(len(bad), tiny_config.batch_size, 12, tiny_config.seed)
-  first_bad = int(np.argmax([(row >= 50).any() for row in order])) + 1
-  with pytest.raises(fit_flow.FlowDivergedError, match=f"at step {first_bad}"):
+  bad[bad_rows] = np.nan
+  with pytest.raises(fit_flow.FlowDivergedError, match="at step 8"):
     fit_flow.fit_flow(fit_flow.CachedPairs(bad, pairs.b), tiny_config, str(tmp_path / "nan"))
-  latest = tf.train.latest_checkpoint(str(tmp_path / "nan"))
-  good_steps = (first_bad - 1) // tiny_config.save_checkpoints_steps * tiny_config.save_checkpoints_steps
-  assert (latest is None) if good_steps == 0 else latest.endswith(f"ckpt-{good_steps}")
+  assert tf.train.latest_checkpoint(str(tmp_path / "nan")).endswith("ckpt-6")
+  with pytest.raises(ValueError, match="did not finish"):
+    fit_flow.load_fitted_flow(str(tmp_path / "nan"))
 
 
 def test_ddi_init_runs_on_the_first_batch(tmp_path, tiny_config):

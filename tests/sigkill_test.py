@@ -57,33 +57,26 @@ def flow_setup(tmp_path_factory, data_dir):
 @pytest.mark.slow
 def test_run_flow_killed_while_embedding_fitting_and_exporting_resumes_to_the_same_results(flow_setup):
   root, args = flow_setup
-  reference = tiny_runs.run("run_flow", args + [f"--output_parent_dir={root / 'ref'}",
-                                                f"--export_dir={root / 'ref_export'}"], cwd=root)
+  reference = tiny_runs.run("run_flow", args + [f"--output_parent_dir={root / 'ref'}"], cwd=root)
   assert reference.returncode == 0, reference.stderr[-3000:]
   expected = json.loads((root / "ref" / "k" / "results.json").read_text())
 
   exp, export = root / "exp", root / "export"
   run_args = args + [f"--output_parent_dir={exp}", f"--export_dir={export}"]
   out, flow_dir = exp / "k", exp / "k" / "flows" / "target-STS-B"
-  tried = survived = 0
   # 1. While embedding: the store has written model.json and encodes (traces, then runs) the sentences.
-  tried += 1
   assert _run_until("run_flow", run_args, root, _exists(exp / "cache", "*/model.json"), root / "1.log")
   assert not flow_dir.exists() and not (out / "results.json").exists()
   # 2. While fitting: once the first flow checkpoint (step 4 of 36) is recorded in the `checkpoint` file. Reaching
   # it, the rerun survived kill 1.
-  tried += 1
   assert _run_until("run_flow", run_args, root, _exists(flow_dir, "checkpoint"), root / "2.log")
-  survived += 1
   assert not json.loads((flow_dir / "flow.json").read_text())["complete"]
   assert not (out / "results.json").exists()
   # 3. While exporting: the text SavedModel is being written into its hidden temporary directory. The results,
   # written before the export began, are those of the uninterrupted run: the rerun survived kill 2.
-  tried += 1
   assert _run_until("run_flow", run_args, root, _exists(export / "text", ".tmp-*"), root / "3.log")
   assert "resuming from" in (root / "3.log").read_text()
   assert json.loads((out / "results.json").read_text()) == expected
-  survived += 1
   assert not (export / "text" / "1").exists() and not (export / "export_info.json").exists()
   # 4. The rerun completes: the cached vectors, the fitted flow, and a complete export.
   final = tiny_runs.run("run_flow", run_args, cwd=root)
@@ -91,9 +84,6 @@ def test_run_flow_killed_while_embedding_fitting_and_exporting_resumes_to_the_sa
   assert "already fitted" in final.stderr
   assert json.loads((out / "results.json").read_text()) == expected
   assert (export / "text" / "1" / "saved_model.pb").is_file() and (export / "export_info.json").is_file()
-  survived += 1
-  print(f"run_flow.py: {tried} kills tried, {survived} survived")
-  assert survived == tried == 3
 
 
 @pytest.mark.slow
@@ -117,4 +107,3 @@ def test_run_siamese_killed_mid_training_resumes_to_the_same_results(tmp_path):
   assert "restored" in final.stderr
   for name in ("eval_results.json", "test_results.tsv"):
     assert (out / name).read_text() == (tmp_path / "ref" / name).read_text(), name
-  print("run_siamese.py: 1 kill tried, 1 survived")

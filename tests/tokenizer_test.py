@@ -179,3 +179,14 @@ def test_matches_hf_reference_on_unicode_edge_cases(minilm_reference):
   got = tok.tokenize(tf.constant(sentences)).to_list()
   for sentence, row in zip(sentences, got):
     assert row == reference.encode(sentence).ids[1:-1], repr(sentence)
+
+
+@pytest.mark.parametrize("n", [0, 4095, 4096, 4097, 8193])
+def test_tokenize_list_across_its_4096_sentence_chunks(vocab_file, n):
+  """Each sentence keeps its own pieces, in order, on both sides of every chunk boundary."""
+  tok = tokenizer_lib.BertTokenizer(vocab_file)
+  cycle = [("unaffable", [UN, AFF, ABLE]), ("the", [THE]), ("", []), ("running !", [RUNN, ING, BANG]),
+           ("cafe, the", [CAFE, COMMA, THE])]   # 5 does not divide 4096: the boundaries fall mid-cycle
+  rows = [cycle[i % len(cycle)] for i in range(n)]
+  got = tok.tokenize_list([text for text, _ in rows])
+  assert got.shape[0] == n and _ids(got) == [ids for _, ids in rows]

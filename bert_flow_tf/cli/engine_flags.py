@@ -11,8 +11,10 @@ accepted for its scripts, and --help lists them apart (ORIGINAL_TPU_NAMES).
   engine_flags.define_engine_flags()           # at the entry point's top
   strategy = engine_flags.strategy_from_flags()   # in main
 """
+from absl import app
 from absl import flags
 from absl import logging
+import tensorflow as tf
 
 from bert_flow_tf.utils import distribute
 
@@ -50,7 +52,7 @@ def tpu_from_flags(flag_values=FLAGS):
   """The TPU name from --tpu or the original's --use_tpu/--tpu_name, or None."""
   fv = flag_values
   if fv.tpu is not None and fv.use_tpu and fv.tpu_name not in (None, fv.tpu):
-    raise ValueError(f"--tpu={fv.tpu!r} and --tpu_name={fv.tpu_name!r} name different TPUs")
+    raise app.UsageError(f"--tpu={fv.tpu!r} and --tpu_name={fv.tpu_name!r} name different TPUs")
   if fv.tpu is not None:
     return fv.tpu
   if fv.use_tpu:
@@ -61,13 +63,18 @@ def tpu_from_flags(flag_values=FLAGS):
 def strategy_from_flags(flag_values=FLAGS):
   """The tf.distribute strategy the flags ask for (see `distribute.make_strategy`); logs what it got."""
   fv = flag_values
-  strategy = distribute.make_strategy(tpu=tpu_from_flags(fv), num_gpus=fv.num_gpus,
-                                      num_cpu_replicas=fv.num_cpu_replicas, tpu_zone=fv.tpu_zone,
-                                      gcp_project=fv.gcp_project)
+  tpu = tpu_from_flags(fv)
+  try:
+    strategy = distribute.make_strategy(tpu=tpu, num_gpus=fv.num_gpus, num_cpu_replicas=fv.num_cpu_replicas,
+                                        tpu_zone=fv.tpu_zone, gcp_project=fv.gcp_project)
+  except (ValueError, tf.errors.OpError) as e:  # no such device, or more than one kind asked for
+    flag = "tpu" if tpu is not None else "num_gpus" if fv.num_gpus else "num_cpu_replicas"
+    message = e.message if isinstance(e, tf.errors.OpError) else str(e)
+    raise app.UsageError(f"--{flag}={fv[flag].value!r}: {message}") from e
   if fv.num_tpu_cores is not None and distribute.is_tpu(strategy) and \
       strategy.num_replicas_in_sync != fv.num_tpu_cores:
-    raise ValueError(f"--num_tpu_cores={fv.num_tpu_cores}, but the TPU has {strategy.num_replicas_in_sync} "
-                     "replicas")
+    raise app.UsageError(f"--num_tpu_cores={fv.num_tpu_cores}, but the TPU has "
+                         f"{strategy.num_replicas_in_sync} replicas")
   logging.info("embedding on %d replica(s) of %s; static shapes %s, XLA %s", strategy.num_replicas_in_sync,
                type(strategy).__name__, static_shapes_from_flags(strategy, fv), fv.use_xla)
   return strategy

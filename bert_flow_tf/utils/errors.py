@@ -10,7 +10,8 @@ on stderr instead of a traceback. `UserError` is a ValueError, so code that catc
 import errno
 import re
 
-_FLAG = re.compile(r"(?<![\w-])--?([A-Za-z]\w*)")
+# "--name=...", "flag --name: ..." or absl's "Unknown command line flag 'name'".
+_FLAG = re.compile(r"(?<![\w-])--?([A-Za-z]\w*)|command line flag '([A-Za-z]\w*)'")
 
 
 class UserError(ValueError):
@@ -36,7 +37,7 @@ def missing_file(what, path):
 def first_flag(message):
   """'--name' for the first flag a message names ('--task_name=...', "flag --batch_size=abc: ..."), or None."""
   match = _FLAG.search(message)
-  return f"--{match.group(1)}" if match else None
+  return f"--{match.group(1) or match.group(2)}" if match else None
 
 
 def one_line(error, flag_errors=()):

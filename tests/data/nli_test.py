@@ -45,3 +45,25 @@ def test_mnli_glue_tsv_uses_gold_label(tmp_path):
   assert list(mnli) == ["dev_matched"]
   s = mnli["dev_matched"]
   assert s.name == "MNLI/dev_matched" and s.sentences_b == ("A cat sat.",) and list(s.labels) == [0]
+
+
+def _jsonl(path, rows):
+  path.write_text("".join(json.dumps({"sentence1": a, "sentence2": b, "gold_label": y}) + "\n" for a, b, y in rows))
+
+
+def test_snli_and_mnli_original_jsonl_layouts(tmp_path):
+  """load_snli / load_mnli on the original releases' file names, where no SentEval or GLUE file exists."""
+  (tmp_path / "SNLI").mkdir()
+  _jsonl(tmp_path / "SNLI" / "snli_1.0_train.jsonl", [("A.", "B.", "neutral"), ("C.", "D.", "-")])
+  _jsonl(tmp_path / "SNLI" / "snli_1.0_test.jsonl", [("E.", "F.", "contradiction")])
+  snli = nli.load_snli(str(tmp_path))
+  assert sorted(snli) == ["test", "train"] and snli["train"].name == "SNLI/train"
+  assert snli["train"].sentences_a == ("A.",) and list(snli["train"].labels) == [1]
+  assert snli["test"].sentences_b == ("F.",) and list(snli["test"].labels) == [2]
+  (tmp_path / "MNLI").mkdir()
+  _jsonl(tmp_path / "MNLI" / "multinli_1.0_train.jsonl", [("G.", "H.", "entailment"), ("I.", "J.", "neutral")])
+  _jsonl(tmp_path / "MNLI" / "multinli_1.0_dev_mismatched.jsonl", [("K.", "L.", "contradiction")])
+  mnli = nli.load_mnli(str(tmp_path))
+  assert sorted(mnli) == ["dev_mismatched", "train"]
+  assert mnli["train"].sentences_b == ("H.", "J.") and list(mnli["train"].labels) == [0, 1]
+  assert mnli["dev_mismatched"].name == "MNLI/dev_mismatched" and list(mnli["dev_mismatched"].labels) == [2]

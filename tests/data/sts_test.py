@@ -103,3 +103,23 @@ def test_missing_files_are_named(tmp_path):
     sts.load_sts_year(str(tmp_path), 13)
   with pytest.raises(ValueError, match="17"):
     sts.load_sts_year(str(tmp_path), 17)
+
+
+def test_stsb_glue_tsv_layout(tmp_path):
+  """GLUE's STS-B: train.tsv / dev.tsv (header; sentences in fields 7, 8; score 9) beside the original test csv."""
+  folder = tmp_path / "STS-B"
+  folder.mkdir()
+  header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
+  row = lambda i, a, b, y: f"{i}\tmain-captions\tMSRvid\t2012test\t{i:04d}\tnone\tnone\t{a}\t{b}\t{y}\n"
+  (folder / "train.tsv").write_text(header + row(0, "A plane takes off.", "An air plane takes off.", "5.000")
+                                    + row(1, "A man plays.", "A dog runs.", "0.250"))
+  (folder / "dev.tsv").write_text(header + row(0, "A cat.", "The cat.", "4.5"))
+  (folder / "sts-test.csv").write_text("main-captions\tMSRvid\t2012test\t0000\t2.500\tOne.\tTwo.\n")
+  train, dev, test = sts.load_stsb(str(tmp_path))
+  assert train.name == "STS-B/train" and train.sentences_b == ("An air plane takes off.", "A dog runs.")
+  np.testing.assert_array_equal(train.labels, [5.0, 0.25])
+  assert dev.sentences_a == ("A cat.",) and list(dev.labels) == [4.5]
+  assert test.sentences_a == ("One.",) and list(test.labels) == [2.5]
+  (folder / "dev.tsv").write_text(header + "0\tmain\tx\t2012\t0\tnone\tnone\tA cat.\n")
+  with pytest.raises(ValueError, match="dev.tsv:2"):
+    sts.load_stsb(str(tmp_path))
