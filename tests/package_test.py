@@ -80,7 +80,7 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path):
   np.testing.assert_allclose(np.load(work / "api.npy"), want, atol=1e-6)
 
   (work / "sentences.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
-  _check([venv / "bin" / "bert-flow-encode", f"--model_dir={model_dir}", "--sentence_embedding_type=first-last-avg",
+  _check([venv / "bin" / "bert-flow-encode", f"--model_dir={model_dir}", "--pooling=first-last-avg",
           "--max_seq_length=16", "--input_file=sentences.txt", "--output_file=cli.npy"], cwd=work, env=env)
   np.testing.assert_allclose(np.load(work / "cli.npy"), want, atol=1e-6)
   for command in ("bert-flow-run", "bert-flow-siamese"):

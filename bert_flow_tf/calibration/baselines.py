@@ -108,13 +108,18 @@ class Whitening(_Calibration):
     return self.mu.shape[0]
 
   def _fit(self, x):
-    if self.k is not None and self.k > x.shape[1]:
-      raise ValueError(f"{self.name}: k={self.k} > D={x.shape[1]}")
-    self.mu = x.mean(axis=0)
-    cov = np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1])
+    self.fit_moments(x.mean(axis=0), np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1]))
+
+  def fit_moments(self, mu, cov):
+    """Fits from the mean float64 [D] and covariance float64 [D, D] (N - 1 normalised) alone; returns self.
+    (`calibration.store_stream.fit_whitening` merges them shard by shard.)"""
+    if self.k is not None and self.k > cov.shape[1]:
+      raise ValueError(f"{self.name}: k={self.k} > D={cov.shape[1]}")
+    self.mu = np.asarray(mu, np.float64)
     u, s, _ = np.linalg.svd(cov)
     kernel = u / np.sqrt(np.maximum(s, EPS * s.max()))[None, :]
     self.kernel = kernel if self.k is None else kernel[:, :self.k]
+    return self
 
   def _apply(self, x):
     return (x - self.mu) @ self.kernel

@@ -300,7 +300,7 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
   """Fits a Glow on `pairs`, checkpointing into `flow_dir`; resumes from the latest checkpoint there.
 
   Args:
-    pairs: CachedPairs or FaithfulPairs.
+    pairs: CachedPairs, FaithfulPairs or `store_stream.StreamedPairs` (the store read shard by shard).
     config: FlowFitConfig.
     flow_dir: str. Checkpoints, flow.json and TensorBoard events (`tb/`) go here.
     name: str, a label for logs and progress.
@@ -317,7 +317,10 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
   if num_steps < 1:
     raise ValueError(f"{name}: {len(pairs)} pairs at batch_size {config.batch_size} x {config.num_train_epochs} "
                      "epochs is less than one step")
-  order = order_lib.batch_order(len(pairs), config.batch_size, num_steps, config.seed)
+  if hasattr(pairs, "batch_order"):  # pairs that fix their own order (store_stream.StreamedPairs: step numbers)
+    order = pairs.batch_order(num_steps, config.batch_size, config.seed)
+  else:
+    order = order_lib.batch_order(len(pairs), config.batch_size, num_steps, config.seed)
   with pairs.strategy.scope():  # mirrored variables under a distributed strategy; checkpoints read as plain ones
     flow = _build_flow(pairs.dim, config)
     optimizer = glow.AdamWeightDecay(learning_rate=config.learning_rate,

@@ -1,12 +1,15 @@
 """The commands and their flags: the only library package that defines absl flags; nothing else in the library
-imports it.
+imports it. One name per concept across the entry points, the original's names as aliases (docs/flags.md).
 
   run_flow.py       the `bert-flow-run` command (`python run_flow.py` in a clone): flags -> run_experiments
   run_siamese.py    the `bert-flow-siamese` command (`python run_siamese.py`): flags -> siamese.run
-
-  model_flags.py    --model_dir or the original's three TF1 files, and `load_model_from_flags`
+  run_flow_flags.py, siamese_flags.py, encode_flags.py   each entry point's flags: `define_flags(flag_values)`,
+                    GROUPS (its --help) and ALIASES
+  model_flags.py    --model_dir or the original's three TF1 files, `load_model_from_flags`, the shared defaults
   config_flags.py   one flag per field of a config dataclass (its name, default and docstring help)
   engine_flags.py   where the work runs: --tpu, --num_gpus, --num_cpu_replicas, --use_xla, --static_shapes
-  one_line_errors.py  `run(main, flags_module)`, app.run that ends expected errors in one line:
-                      `error: <what> (<where>)`
+  aliases.py        a second name that sets a flag (errors name the one typed)
+  flag_help.py      the grouped --help text
+  one_line_errors.py  `run(main, help_groups)`, app.run that ends expected errors in one line:
+                    `error: <what> (<where>)`, and answers --help with exit status 0
 """

@@ -3,12 +3,16 @@ docstring's Attributes section, so that a config and its command line cannot dri
 
   config_flags.define_config_flags(siamese.SiameseConfig, skip=...)   # at the entry point's top
   config = config_flags.config_from_flags(siamese.SiameseConfig, FLAGS, model=...)   # in main
+
+A field's flag may have another name (`names`, e.g. the field train_batch_size as --train_batch_pairs); give both
+functions the same `names`.
 """
 import dataclasses
 import re
 
 from absl import flags
 
+from bert_flow_tf.cli import aliases
 from bert_flow_tf.utils import errors
 
 # Field type -> flag kind; a tuple field is a comma-separated list flag.
@@ -46,7 +50,7 @@ def attribute_docs(cls):
   return {name: " ".join(parts) for name, parts in docs.items()}
 
 
-def define_config_flags(cls, skip=(), defaults=None, flag_values=flags.FLAGS):
+def define_config_flags(cls, skip=(), defaults=None, names=None, flag_values=flags.FLAGS):
   """Defines one flag per field of the dataclass `cls`, except those in `skip`.
 
   Args:
@@ -55,6 +59,7 @@ def define_config_flags(cls, skip=(), defaults=None, flag_values=flags.FLAGS):
     skip: names of fields that get no flag (the caller fills them, e.g. from the model flags).
     defaults: dict, field name -> the flag's default where it differs from the field's. Fields without a
       default get None (mark their flags required).
+    names: dict, field name -> its flag's name where the two differ.
     flag_values: where to define them.
 
   Raises:
@@ -62,10 +67,11 @@ def define_config_flags(cls, skip=(), defaults=None, flag_values=flags.FLAGS):
       `skip` / `defaults`.
   """
   defaults = dict(defaults or {})
-  names = {f.name for f in dataclasses.fields(cls)}
-  unknown = sorted((set(skip) | set(defaults)) - names)
+  names = dict(names or {})
+  fields = {f.name for f in dataclasses.fields(cls)}
+  unknown = sorted((set(skip) | set(defaults) | set(names)) - fields)
   if unknown:
-    raise ValueError(f"{cls.__name__} has no field(s) {', '.join(unknown)}; its fields: {', '.join(sorted(names))}")
+    raise ValueError(f"{cls.__name__} has no field(s) {', '.join(unknown)}; its fields: {', '.join(sorted(fields))}")
   docs = attribute_docs(cls)
   for field in dataclasses.fields(cls):
     if field.name in skip:
@@ -78,22 +84,27 @@ def define_config_flags(cls, skip=(), defaults=None, flag_values=flags.FLAGS):
     default = defaults.get(field.name, None if field.default is dataclasses.MISSING else field.default)
     if field.type is tuple and default is not None:
       default = list(default)
-    _DEFINERS[field.type](field.name, default, docs[field.name], flag_values=flag_values)
+    _DEFINERS[field.type](names.get(field.name, field.name), default, docs[field.name], flag_values=flag_values)
 
 
-def config_from_flags(cls, flag_values, **values):
+def config_from_flags(cls, flag_values, names=None, **values):
   """`cls(**values, <every other field>=<its flag's value>)`; list flags become tuples.
 
+  `names`: as given to `define_config_flags`.
+
   Raises:
-    errors.UserError naming the flags of the fields that a ValueError of `cls` names.
+    errors.UserError naming the flags of the fields that a ValueError of `cls` names (by the alias typed, if
+      one was).
   """
   kwargs = dict(values)
+  names = dict(names or {})
   for field in dataclasses.fields(cls):
     if field.name not in kwargs:
-      value = flag_values[field.name].value
+      value = flag_values[names.get(field.name, field.name)].value
       kwargs[field.name] = tuple(value) if field.type is tuple and value is not None else value
   try:
     return cls(**kwargs)
   except ValueError as e:  # the config's checks name its fields: name their flags
-    named = [f"--{f.name}" for f in dataclasses.fields(cls) if re.search(rf"\b{f.name}\b", str(e))]
+    named = [f"--{aliases.given_name(flag_values, names.get(f.name, f.name))}" for f in dataclasses.fields(cls)
+             if re.search(rf"\b{f.name}\b", str(e))]
     raise errors.UserError(str(e), ", ".join(named) or None) from e

@@ -3,8 +3,7 @@
 A model is a directory or preset name (`--model_dir`), or the original's three TF1 files
 (`--bert_config_file --vocab_file --init_checkpoint`, all three, and then no `--model_dir`).
 
-  model_flags.define_model_flags()                       # at the entry point's top, before app.run
-  flags.adopt_module_key_flags(model_flags)              # so that --help lists them
+  model_flags.define_model_flags()                       # in an entry point's define_flags, before app.run
   loaded = model_flags.load_model_from_flags(FLAGS)      # in main
 """
 from absl import app
@@ -15,6 +14,10 @@ from bert_flow_tf.modeling import presets
 
 NAMES = ("model_dir", "bert_config_file", "vocab_file", "init_checkpoint", "do_lower_case", "hub_preprocess_dir")
 _TF1_FILES = ("bert_config_file", "vocab_file", "init_checkpoint")
+# How every entry point embeds unless told otherwise (SentenceEncoder.from_pretrained too; docs/flags.md).
+DEFAULT_POOLING = "last-avg"
+DEFAULT_MAX_SEQ_LENGTH = 64
+DEFAULT_ENCODE_BATCH_SENTENCES = 64
 
 
 def define_model_flags(flag_values=flags.FLAGS):

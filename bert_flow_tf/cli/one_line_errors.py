@@ -8,11 +8,15 @@ flag. In main: `errors.UserError`, app.UsageError and OSError (a missing, unread
 ends as `error: <what> (<file:line, file or --flag>)` (see `errors.one_line`). Anything else is a bug and raises
 with its traceback. absl's `-v 1` (`--verbosity=1`) shows the traceback of an expected error too.
 
+With `help_groups`, `--help` (also -h, -help, --helpshort) prints the entry point's own flags in those groups
+(`flag_help.help_text`) and `--helpfull` absl's full list, both on stdout with exit status 0 (absl's exit 1).
+
 `run` also keeps Python's cyclic garbage collector off the objects that importing TensorFlow makes (`gc.freeze`
 before main, and again at exit): its full collections walk all of them and would never free one. On a 2-core CPU
 that is about 1 s at exit alone (`bench/startup.py`).
 """
 import atexit
+import functools
 import gc
 import os
 import sys
@@ -21,10 +25,13 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from bert_flow_tf.cli import flag_help
 from bert_flow_tf.utils import errors
 
 _FLAG_ERRORS = (app.UsageError, flags.Error)
 _FLAGFILE_PREFIXES = ("--flagfile=", "-flagfile=")
+_HELP = ("--help", "-help", "-h", "--helpshort", "-helpshort", "-?")
+_HELPFULL = ("--helpfull", "-helpfull")
 
 
 def _exit(line):
@@ -52,8 +59,29 @@ def _check_flagfile(path, seen=()):
       _check_flagfile(text.split("=", 1)[1], seen + (os.path.realpath(path),))
 
 
-def parse_flags(argv):
-  """app.run's flags_parser: absl's parsing, with one-line errors (the command line's flagfiles checked first)."""
+def _help_asked(argv):
+  """"help", "helpfull" or None: what the command line (before a `--`) asks for."""
+  for arg in argv[1:]:
+    if arg == "--":
+      break
+    if arg in _HELP:
+      return "help"
+    if arg in _HELPFULL:
+      return "helpfull"
+  return None
+
+
+def parse_flags(argv, help_groups=None, doc=""):
+  """app.run's flags_parser: absl's parsing, with one-line errors (the command line's flagfiles checked first).
+
+  With `help_groups` (see `flag_help.help_text`), --help and --helpfull print and exit 0.
+  """
+  asked = _help_asked(argv) if help_groups is not None else None
+  if asked:
+    text = flag_help.help_text(flags.FLAGS, help_groups, doc) if asked == "help" else flags.FLAGS.get_help()
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
+    sys.exit(0)
   try:
     for arg in argv[1:]:
       if arg == "--":
@@ -65,17 +93,14 @@ def parse_flags(argv):
     _exit(errors.one_line(e, _FLAG_ERRORS))
 
 
-def run(main, flags_module=None):
+def run(main, help_groups=None, doc=""):
   """app.run(main) with expected errors told in one line (see the module notes).
 
   Args:
-    main: callable(argv).
-    flags_module: str or None, the module that defines the command's flags, when it is not the script being run
-      (a console script, or the run_flow.py shim): `--help` lists that module's key flags as the script's.
+    main: called with the remaining argv, as by app.run.
+    help_groups: optional sequence of (title, flag names): --help lists these (`flag_help.help_text`), exit 0.
+    doc: the entry point's docstring, whose first paragraph heads --help.
   """
-  if flags_module is not None:
-    for flag in flags.FLAGS.get_key_flags_for_module(flags_module):
-      flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
 
   def main_with_one_line_errors(argv):
     try:
@@ -88,4 +113,4 @@ def run(main, flags_module=None):
 
   gc.freeze()                  # everything imported so far lives as long as the process
   atexit.register(gc.freeze)   # the last collection at exit then skips what main made too
-  app.run(main_with_one_line_errors, flags_parser=parse_flags)
+  app.run(main_with_one_line_errors, flags_parser=functools.partial(parse_flags, help_groups=help_groups, doc=doc))

@@ -1,13 +1,11 @@
-"""BERT-flow, unsupervised: embed sentences, fit the flow (and baselines), evaluate, export.
-
-The `bert-flow-run` command; `python run_flow.py` in a clone runs the same `run`.
+"""BERT-flow, unsupervised: embed sentences, fit the flow (and baselines), evaluate, export (`bert-flow-run`).
 
   python run_flow.py --flagfile=flags/minilm_stsb_flow_target.cfg
   python run_flow.py --model_dir=all-minilm-l6-v2 --train_file=my_sentences.txt --eval_file=my_pairs.tsv
 
-Flags keep the original run_siamese.py names where they exist. Outputs go to
-<output_parent_dir>/<exp_name>: results.json, results.md, isotropy.json, timings.json, flags.txt, flows/;
-with --analysis also table1.json, figure2_stsb_dev.png, isotropy_<dataset>.png, tb/ (projector).
+The original run_siamese.py's flag names are accepted as aliases (docs/flags.md). Outputs go to --output_dir
+(default exp/<a name built from the settings>): results.json, results.md, isotropy.json, timings.json, flags.txt,
+flows/; with --analysis also table1.json, figure2_stsb_dev.png, isotropy_<dataset>.png, tb/ (projector).
 """
 import dataclasses
 import os
@@ -21,8 +19,8 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 from absl import logging
 
-import glow
 from bert_flow_tf.calibration import baselines
+from bert_flow_tf.cli import aliases
 from bert_flow_tf.cli import model_flags
 from bert_flow_tf.loaders import tf1_flow
 from bert_flow_tf.cli import one_line_errors
@@ -33,66 +31,12 @@ from bert_flow_tf.utils import logs
 from bert_flow_tf.modeling import pooling
 from bert_flow_tf import data
 from bert_flow_tf.cli import engine_flags
+from bert_flow_tf.cli import run_flow_flags
 from bert_flow_tf.experiment import NLI_FLOW, ExperimentConfig, run_experiments
 from bert_flow_tf.calibration.fit_flow import FlowFitConfig
 
-# Model: a directory / preset, or the original's three TF1 flags.
-model_flags.define_model_flags()
-flags.adopt_module_key_flags(model_flags)
-flags.adopt_module_key_flags(engine_flags)
-flags.DEFINE_integer("max_seq_length", 64, "Tokens per sentence including [CLS] and [SEP].")
-flags.DEFINE_list("sentence_embedding_type", ["avg"],
-                  "Pooling, or a comma-separated list computed in one BERT pass (each pooling's outputs then go "
-                  "to <experiment dir>/<pooling>/): last-avg, last2avg, first-last-avg, emb-avg, emb-last-avg, cls, cls-raw, or the "
-                    "original's avg, avg-last-N (blocks 1 and L..: avg-last-2 = first-last-avg), "
-                    "avg-last-last-N, avg-last-concat-N. See bert_flow_tf/modeling/pooling.py.")
-# Data and evaluation.
-flags.DEFINE_string("task_name", "sts-b", f"Target task (one of {', '.join(data.EVAL_TASKS)}); evaluated by default.")
-flags.DEFINE_string("data_dir", "data", "Folder with stsbenchmark/, SICK/, STS/, SNLI/, QNLI/ (README: Data).")
-flags.DEFINE_list("eval_tasks", None, f"Tasks to evaluate; default the --task_name; 'all' = "
-                  f"{','.join(data.EVAL_TASKS)}.")
-flags.DEFINE_list("baselines", [], "Calibrations fitted on the target sentences: whitening, whitening-K, sn, "
-                  "natsv-K, sn+natsv-K.")
-flags.DEFINE_bool("lexical_analysis", False, "Table 6: similarity vs edit distance on STS-B dev.")
-flags.DEFINE_bool("analysis", False, "Also the paper's Table 1 (word-embedding matrix), Figure 2 (with Table 6), "
-                  "isotropy plots and TensorBoard projector files, into the experiment directory "
-                  "(bert_flow_tf/analysis/).")
-flags.DEFINE_string("train_file", None, "Own sentences to fit the flow and baselines on: one per line, or a TSV of "
-                    "pairs (see --train_format; README: Your own sentences). Benchmarks then run only if "
-                    "--eval_tasks names them.")
-flags.DEFINE_enum("train_format", "auto", data.custom.TRAIN_FORMATS, "--train_file layout: lines, pairs "
-                  "(sentence1<TAB>sentence2[<TAB>score]), or auto (pairs if its first line holds a tab).")
-flags.DEFINE_string("eval_file", None, "Own scored pairs, sentence1<TAB>sentence2<TAB>score (optional header): "
-                    "the 'custom' column of the results; without --train_file the flow is fitted on them.")
-# Flow.
-flags.DEFINE_bool("flow", True, "Fit and evaluate the flow.")
-flags.DEFINE_list("fit_on", ["target"], "Where the flow is fitted: target (the task's own sentences), nli.")
-flags.DEFINE_enum("flow_mode", "cached", ["cached", "faithful"],
-                  "cached: vectors computed once without dropout; faithful: BERT with dropout, recomputed "
-                  "every step, as the original.")
-flags.DEFINE_string("flow_model_config", glow.DEFAULT_CONFIG, "Glow config name or JSON path (original default).")
-flags.DEFINE_enum("flow_init", "original", ["original", "ddi"], "ActNorm init: the original's or data-dependent.")
-flags.DEFINE_float("flow_learning_rate", 1e-3, "Target setting learning rate (constant).")
-flags.DEFINE_float("num_train_epochs", 1.0, "Target setting epochs.")
-flags.DEFINE_float("nli_flow_learning_rate", 2e-5, "NLI setting learning rate.")
-flags.DEFINE_float("nli_num_train_epochs", 0.15, "NLI setting epochs.")
-flags.DEFINE_integer("train_batch_size", 32, "Sentence pairs per flow step.")
-flags.DEFINE_bool("use_full_for_training", True, "Target sentences from train+dev+test (else train only).")
-flags.DEFINE_bool("one_pass_full", False, "With use_full_for_training, take each distinct split once (STS12-16 "
-                  "list the same file as train, dev and test; the original saw each pair 3 times).")
-flags.DEFINE_integer("seed", 1234, "Seeds the flow init and the batch order.")
-flags.DEFINE_integer("save_checkpoints_steps", 100, "Flow checkpoint period.")
-# Outputs.
-flags.DEFINE_string("output_parent_dir", "exp", "Parent of the experiment directory.")
-flags.DEFINE_string("exp_name", None, "Experiment directory name; default built from the settings.")
-flags.DEFINE_string("exp_name_prefix", "exp", "Prefix of the default experiment name.")
-flags.DEFINE_string("cached_dir", None, "Embedding cache; default <output_parent_dir>/cache; '' disables it.")
-flags.DEFINE_integer("predict_batch_size", 64, "Sentences per encoding batch.")
-flags.DEFINE_string("export_dir", None, "Write the servable SavedModels here (text/1 and ids/1).")
-flags.DEFINE_enum("export_flow", "target", ["target", "nli", "none", "init_checkpoint"],
-                  "Which flow the export chains: one fitted here, none, or init_checkpoint: the Glow stored in an "
-                  "original BERT-flow checkpoint (--init_checkpoint, its bert/flow/... variables; config read from "
-                  "them unless --flow_model_config is given), exported unchanged (use with --flow=false).")
+# Every flag, in the groups --help shows: bert_flow_tf/cli/run_flow_flags.py (names: docs/flags.md).
+run_flow_flags.define_flags()
 FLAGS = flags.FLAGS
 
 
@@ -108,16 +52,16 @@ def _check_flags():
       baselines.make_baseline(name)
     except ValueError as e:
       raise app.UsageError(f"--baselines: {e}") from e
-  for name in FLAGS.sentence_embedding_type:
+  for name in FLAGS.pooling:
     try:
       pooling.check_name(name)
     except ValueError as e:
-      raise app.UsageError(f"--sentence_embedding_type: {e}") from e
+      raise app.UsageError(f"--{aliases.given_name(FLAGS, 'pooling')}: {e}") from e
   if FLAGS.export_flow == "init_checkpoint" and not FLAGS.init_checkpoint:
     raise app.UsageError("--export_flow=init_checkpoint reads the Glow from --init_checkpoint, which is not set")
-  if FLAGS.export_dir and len(FLAGS.sentence_embedding_type) > 1:
-    raise app.UsageError("--export_dir exports one pooling; --sentence_embedding_type lists "
-                         f"{len(FLAGS.sentence_embedding_type)}")
+  if FLAGS.export_dir and len(FLAGS.pooling) > 1:
+    raise app.UsageError(f"--export_dir exports one pooling; --{aliases.given_name(FLAGS, 'pooling')} lists "
+                         f"{len(FLAGS.pooling)}")
 
 
 def _eval_tasks():
@@ -133,13 +77,12 @@ def _eval_tasks():
 
 
 def _exp_name():
-  if FLAGS.exp_name:
-    return FLAGS.exp_name
+  """The default --exp_name: <exp_name_prefix>_<task>_<model>_<pooling>_<flow>."""
   flow = f"flow-{'+'.join(FLAGS.fit_on)}-{FLAGS.flow_mode}" if FLAGS.flow else "noflow"
   model = os.path.basename(os.path.normpath(FLAGS.init_checkpoint or FLAGS.model_dir))
   own = FLAGS.train_file or FLAGS.eval_file
   task = f"{data.custom.LABEL}-{os.path.splitext(os.path.basename(own))[0]}" if own else FLAGS.task_name
-  return f"{FLAGS.exp_name_prefix}_{task}_{model}_{'+'.join(FLAGS.sentence_embedding_type)}_{flow}"
+  return f"{FLAGS.exp_name_prefix}_{task}_{model}_{'+'.join(FLAGS.pooling)}_{flow}"
 
 
 def main(argv):
@@ -154,16 +97,16 @@ def main(argv):
   except (ValueError, FileNotFoundError) as e:
     raise app.UsageError(str(e)) from e
   strategy = engine_flags.strategy_from_flags()  # before any output: a missing device ends the run here
-  output_dir = os.path.join(FLAGS.output_parent_dir, _exp_name())
+  output_dir = run_flow_flags.output_dir_from_flags(FLAGS, _exp_name)
   os.makedirs(output_dir, exist_ok=True)
   io_utils.write_text(os.path.join(output_dir, "flags.txt"), FLAGS.flags_into_string())
   target_fit = FlowFitConfig(flow_model_config=FLAGS.flow_model_config, init=FLAGS.flow_init,
                              learning_rate=FLAGS.flow_learning_rate, num_train_epochs=FLAGS.num_train_epochs,
-                             batch_size=FLAGS.train_batch_size, seed=FLAGS.seed,
+                             batch_size=FLAGS.flow_batch_pairs, seed=FLAGS.seed,
                              save_checkpoints_steps=FLAGS.save_checkpoints_steps)
   with distribute.variable_scope(strategy):
     model = model_flags.load_model_from_flags(FLAGS)
-  poolings = FLAGS.sentence_embedding_type
+  poolings = FLAGS.pooling
   configs = [ExperimentConfig(
       model=model, sentence_embedding_type=name, data_dir=FLAGS.data_dir,
       output_dir=output_dir if len(poolings) == 1 else os.path.join(output_dir, name),
@@ -174,8 +117,8 @@ def main(argv):
       flow_mode=FLAGS.flow_mode, use_full_for_training=FLAGS.use_full_for_training,
       one_pass_full=FLAGS.one_pass_full, baselines=tuple(FLAGS.baselines),
       lexical_analysis=FLAGS.lexical_analysis, analysis=FLAGS.analysis,
-      cache_dir=os.path.join(FLAGS.output_parent_dir, "cache") if FLAGS.cached_dir is None else FLAGS.cached_dir,
-      batch_size=FLAGS.predict_batch_size, strategy=strategy,
+      cache_dir=run_flow_flags.cache_dir_from_flags(FLAGS, output_dir), batch_size=FLAGS.encode_batch_sentences,
+      strategy=strategy,
       static_shapes=engine_flags.static_shapes_from_flags(strategy), use_xla=FLAGS.use_xla,
       custom=custom) for name in poolings]
   experiments = run_experiments(configs)
@@ -205,8 +148,8 @@ def _export(experiment):
 
 
 def run():
-  """The command: parses the flags and runs `main`, with one-line errors."""
-  one_line_errors.run(main, flags_module=__name__)
+  """The `bert-flow-run` command (`python run_flow.py` in a clone): flags in, one-line errors out."""
+  one_line_errors.run(main, help_groups=run_flow_flags.GROUPS, doc=__doc__)
 
 
 if __name__ == "__main__":

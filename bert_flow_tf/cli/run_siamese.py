@@ -1,7 +1,8 @@
-"""Siamese BERT fine-tuning (NLI or STS regression), optionally with a jointly trained flow: flags -> one run.
+"""Siamese BERT fine-tuning (NLI or STS regression), optionally with a jointly trained flow: flags -> one run
+(the `bert-flow-siamese` command).
 
-The `bert-flow-siamese` command; `python run_siamese.py` in a clone runs the same `run`.
-"BERT-NLI-flow" of the paper is this script on allnli, then run_flow.py on `<output_dir>/export/encoder`.
+"BERT-NLI-flow" of the paper is this script on allnli, then run_flow.py on `<output_dir>/export/encoder`. The
+original run_siamese.py's flag names are accepted as aliases (docs/flags.md).
 
   python run_siamese.py --flagfile=flags/minilm_snli_siamese.cfg
   python run_siamese.py --flagfile=flags/bert_base_allnli_siamese.cfg
@@ -19,26 +20,20 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
 from bert_flow_tf import siamese
-from bert_flow_tf.cli import config_flags
 from bert_flow_tf.cli import engine_flags
 from bert_flow_tf.cli import model_flags
 from bert_flow_tf.cli import one_line_errors
+from bert_flow_tf.cli import siamese_flags
 from bert_flow_tf.utils import logs
 
 FLAGS = flags.FLAGS
 
-# The model: --model_dir or the original's three TF1 files. The config's own model fields are filled from these.
-model_flags.define_model_flags()
-_MODEL_FIELDS = ("model", "bert_config_file", "vocab_file", "init_checkpoint", "do_lower_case")
-# Where it runs: the engine flags shared with run_flow.py (--tpu, --num_gpus, --num_cpu_replicas, --use_xla, ...).
-_ENGINE_FIELDS = ("tpu", "num_gpus", "use_xla", "static_shapes")
-# Every other SiameseConfig field is a flag of the same name. --do_train stays off unless given (the original's).
-config_flags.define_config_flags(siamese.SiameseConfig, skip=_MODEL_FIELDS + _ENGINE_FIELDS,
-                                 defaults={"do_train": False})
-flags.adopt_module_key_flags(model_flags)
-flags.adopt_module_key_flags(engine_flags)
-flags.adopt_module_key_flags(config_flags)
-flags.mark_flags_as_required(["task_name", "data_dir", "output_dir"])
+# Every flag, in the groups --help shows: bert_flow_tf/cli/siamese_flags.py (names: docs/flags.md). The model flags
+# (--model_dir or the original's three TF1 files) and the engine flags (--tpu, --num_gpus, ...) fill the config's
+# own fields; every other SiameseConfig field is a flag. The output folder is checked in main (--output_dir, or the
+# original's --output_parent_dir with --exp_name).
+siamese_flags.define_flags()
+flags.mark_flags_as_required(siamese_flags.REQUIRED)
 
 
 def main(argv):
@@ -51,15 +46,15 @@ def main(argv):
                          "TF-Hub encoder from its assets/ or --vocab_file")
   model["model"] = model.pop("model_dir")
   strategy = engine_flags.strategy_from_flags()
-  config = config_flags.config_from_flags(siamese.SiameseConfig, FLAGS, **model, tpu=engine_flags.tpu_from_flags(),
-                                          num_gpus=FLAGS.num_gpus, use_xla=FLAGS.use_xla,
-                                          static_shapes=FLAGS.static_shapes)
+  config = siamese_flags.config_from_flags(FLAGS, **model, tpu=engine_flags.tpu_from_flags(),
+                                           num_gpus=FLAGS.num_gpus, use_xla=FLAGS.use_xla,
+                                           static_shapes=FLAGS.static_shapes)
   siamese.run(config, strategy=strategy)
 
 
 def run():
-  """The command: parses the flags (--task_name, --data_dir and --output_dir required) and runs `main`."""
-  one_line_errors.run(main, flags_module=__name__)
+  """The `bert-flow-siamese` command (`python run_siamese.py` in a clone): flags in, one-line errors out."""
+  one_line_errors.run(main, help_groups=siamese_flags.GROUPS, doc=__doc__)
 
 
 if __name__ == "__main__":

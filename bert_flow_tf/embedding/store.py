@@ -14,7 +14,9 @@ On disk (`root` given):
 
 The model key hashes the model's files (names, sizes, modification times), the vocabulary, do_lower_case and
 max_seq_length. Shards are written atomically, one per quantity for every `shard_size` newly encoded sentences, so
-a killed run keeps what it finished and a rerun encodes only the rest. A shard that cannot be read, has the wrong
+a killed run keeps what it finished and a rerun encodes only the rest. A shard is named by a hash of its keys
+(`shard_name`), so the shards of one batch of sentences have the same name in every quantity's folder and a
+writer that repeats itself (a retried Beam bundle, `bert_flow_tf/beam/`) replaces a shard instead of adding one. A shard that cannot be read, has the wrong
 width or holds NaN/inf is reported, deleted and its sentences encoded again. Storage grows with what was asked,
 not with the model's depth: one quantity of 1M sentences is 1M x H x 4 bytes (BERT-base: 3 GB).
 
@@ -24,7 +26,6 @@ import glob
 import hashlib
 import json
 import os
-import uuid
 import zipfile
 
 import numpy as np
@@ -62,6 +63,29 @@ def sentence_keys(sentences):
   """np.bytes_ S16 [n]: the first 16 bytes of each sentence's UTF-8 sha256."""
   keys = [hashlib.sha256(s.encode("utf-8")).digest()[:_KEY_BYTES] for s in sentences]
   return np.array(keys, dtype=f"S{_KEY_BYTES}").reshape(len(keys))
+
+
+def shard_name(keys):
+  """The file name of a shard holding np.bytes_ S16 [k] `keys` (in that order): "<32 hex digits>.npz"."""
+  return hashlib.sha256(np.asarray(keys, f"S{_KEY_BYTES}").tobytes()).hexdigest()[:32] + ".npz"
+
+
+def describe_model(embedder):
+  """dict: what a store key stands for (store version, model files, vocab, casing, max_seq_length, format).
+
+  Args:
+    embedder: a SentenceEmbedder (its model and max_seq_length).
+  """
+  model = embedder.model
+  return {"store_version": STORE_VERSION, "model": model.source,
+          "model_files": model_fingerprint(presets.resolve(model.source)),
+          "vocab": model_fingerprint(model.vocab_file), "do_lower_case": model.do_lower_case,
+          "max_seq_length": embedder.max_seq_length, "format": model.format}
+
+
+def model_key(description):
+  """The store's folder name for a `describe_model` dict: 32 hex digits."""
+  return hashlib.sha256(json.dumps(description, sort_keys=True).encode("utf-8")).hexdigest()[:32]
 
 
 class _Shards:
@@ -107,7 +131,7 @@ class _Shards:
   def add(self, keys, vectors):
     """Stores a new shard (atomically on disk when the store has a folder)."""
     if self.folder:
-      with io_utils.atomic_path(os.path.join(self.folder, f"{uuid.uuid4().hex}.npz")) as tmp:
+      with io_utils.atomic_path(os.path.join(self.folder, shard_name(keys))) as tmp:
         with open(tmp, "wb") as f:
           np.savez(f, keys=keys, vectors=vectors)
     self._add(keys, vectors)
@@ -146,22 +170,13 @@ class EmbeddingStore:
     self.width = embedder.model.hidden_size
     self.folder = None
     if root:
-      description = self._describe(embedder)
-      key = hashlib.sha256(json.dumps(description, sort_keys=True).encode("utf-8")).hexdigest()[:32]
-      self.folder = os.path.join(root, key)
+      description = describe_model(embedder)
+      self.folder = os.path.join(root, model_key(description))
       info = os.path.join(self.folder, "model.json")
       if not os.path.isfile(info):
         io_utils.write_text(info, json.dumps(description, indent=2, sort_keys=True) + "\n")
     self._shards = {}
     self.encoded = 0  # sentences run through BERT by this object, for reports and tests
-
-  @staticmethod
-  def _describe(embedder):
-    model = embedder.model
-    return {"store_version": STORE_VERSION, "model": model.source,
-            "model_files": model_fingerprint(presets.resolve(model.source)),
-            "vocab": model_fingerprint(model.vocab_file), "do_lower_case": model.do_lower_case,
-            "max_seq_length": embedder.max_seq_length, "format": model.format}
 
   def _quantity(self, name):
     if name not in self._shards:

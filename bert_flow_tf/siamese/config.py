@@ -13,7 +13,7 @@ class SiameseConfig:
   Attributes:
     task_name: str. A task of `bert_flow_tf.data.TASKS`: allnli, snli, mnli, sts-b, sick-r, sts-12..sts-16,
       sts-12-16, qnli.
-    data_dir: str. Data root holding SNLI/, MNLI/, stsbenchmark/, ... (as ../shared/data).
+    data_dir: str. Data root holding SNLI/, MNLI/, stsbenchmark/, ... (README: Data).
     output_dir: str. Checkpoints, export/encoder, eval and prediction files. A rerun with the same output_dir
       resumes from its latest checkpoint.
     model: str or None. A model directory (TF1, HF or TF-Hub) or preset name; None with `bert_config_file`.
@@ -23,7 +23,7 @@ class SiameseConfig:
     do_lower_case: bool or None. Lower-case input; None: what the model files say (else True).
     train_splits: tuple of str. The task's splits to train on, from train,dev,test. Here SNLI has no train
       files: task_name=snli with train_splits=dev,test trains on SNLI dev+test.
-    sentence_embedding_type: str. Pooling: avg (= last-avg), cls, last2avg, first-last-avg, avg-last-N, ...
+    sentence_embedding_type: str. Pooling: last-avg (the original's avg), cls, last2avg, first-last-avg, ...
       (bert_flow_tf.modeling.pooling).
     max_seq_length: int. Tokens per sentence including [CLS] and [SEP].
     do_train: bool. Fine-tune.
@@ -67,7 +67,7 @@ class SiameseConfig:
   init_checkpoint: str = None
   do_lower_case: bool = None
   train_splits: tuple = ("train",)
-  sentence_embedding_type: str = "avg"
+  sentence_embedding_type: str = "last-avg"
   max_seq_length: int = 64
   do_train: bool = True
   do_eval: bool = False

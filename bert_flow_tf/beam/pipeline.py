@@ -1,0 +1,193 @@
+"""EmbedIntoStore: sentence files -> the embedding store, on any Beam runner.
+
+  ReadFromText(pattern)            lines of every file the glob matches (Beam filesystems: local, gs://, ...)
+  -> drop empty lines              (and whitespace-only ones)
+  -> (key, sentence)               key = the store's sentence key (`store.sentence_keys`: 16 bytes of sha256)
+  -> CoGroupByKey with the keys the store already holds for every quantity asked for
+                                   one sentence per key (duplicates dropped); a key stored in every quantity is
+                                   skipped
+  -> RunInference(QuantitiesHandler)   batched; the model loaded once per worker process
+  -> GroupByKey(shard)             shard = key mod ceil(to embed / shard_size): the same keys land in the same
+                                   shard on every try, whatever the bundles
+  -> write_shard                   sorted keys, one file per quantity, named by a hash of the keys, atomically
+
+A bundle that fails and is retried writes the same shard names with the same contents, so it leaves no partial
+and no duplicate shard. The counters (namespace "bert_flow_tf") say what happened: lines_read, empty_lines,
+duplicates, already_stored, embedded, shards_written.
+
+Legend: k = sentences in a shard, H = hidden size.
+"""
+import json
+import math
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+from apache_beam.ml.inference.base import RunInference
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from bert_flow_tf.beam import model_handler
+from bert_flow_tf.beam import shards
+from bert_flow_tf.embedding import store as store_lib
+
+NAMESPACE = "bert_flow_tf"
+COUNTERS = ("lines_read", "empty_lines", "duplicates", "already_stored", "embedded", "shards_written")
+
+
+def _counter(name):
+  return Metrics.counter(NAMESPACE, name)
+
+
+def _keep_nonempty(line):
+  _counter("lines_read").inc()
+  if line.strip():
+    return True
+  _counter("empty_lines").inc()
+  return False
+
+
+def _keyed(sentence):
+  return bytes(store_lib.sentence_keys([sentence])[0]), sentence
+
+
+def _stored_keys(quantity_and_path):
+  quantity, path = quantity_and_path
+  return ((bytes(key), quantity) for key in shards.read_keys(path))
+
+
+def _to_embed(key_and_groups, names):
+  """One (key, sentence) per key not stored in every quantity of `names`."""
+  key, groups = key_and_groups
+  sentences = list(groups["sentence"])
+  if not sentences:
+    return
+  _counter("duplicates").inc(len(sentences) - 1)
+  if set(names) <= set(groups["stored"]):
+    _counter("already_stored").inc()
+    return
+  yield key, min(sentences)
+
+
+def shard_of(key, total, shard_size):
+  """The shard index of a key: its first 8 bytes mod ceil(total / shard_size) (at least 1 shard)."""
+  return int.from_bytes(key[:8], "big") % max(1, math.ceil(total / shard_size))
+
+
+def _assign_shard(key_and_values, total, size):
+  return shard_of(key_and_values[0], total, size), key_and_values
+
+
+def _write(shard_and_rows, folder, names):
+  _, rows = shard_and_rows
+  rows = sorted(rows, key=lambda row: row[0])
+  keys = np.array([key for key, _ in rows], dtype="S16")
+  values = {name: np.stack([quantities[name] for _, quantities in rows]).astype(np.float32) for name in names}
+  name = shards.write_shard(folder, keys, values)
+  _counter("embedded").inc(len(rows))
+  _counter("shards_written").inc()
+  return name, len(rows)
+
+
+class EmbedIntoStore(beam.PTransform):
+  """Lines (a PCollection of str) -> shards in the store folder; outputs (shard name, k) per shard written.
+
+  Args:
+    folder: str, the store folder <cached_dir>/<model key> (`store_folder`).
+    handler: a QuantitiesHandler (its quantity names are the ones written).
+    names: tuple of quantity names, those of `handler`.
+    shard_size: int, sentences per shard (about; keys are spread over ceil(n / shard_size) shards by hash).
+  """
+
+  def __init__(self, folder, handler, names, shard_size=store_lib.DEFAULT_SHARD_SIZE):
+    super().__init__()
+    if shard_size < 1:
+      raise ValueError(f"shard_size must be >= 1, got {shard_size}")
+    self.folder, self.handler, self.names, self.shard_size = folder, handler, tuple(sorted(names)), shard_size
+
+  def expand(self, lines):
+    # The shards present now (listed once, at pipeline construction); their keys are read by the workers.
+    existing = [(name, path) for name in self.names for path in shards.shard_paths(self.folder, name)]
+    stored = (lines.pipeline | "ListStoredShards" >> beam.Create(existing)
+              | "ReadStoredKeys" >> beam.FlatMap(_stored_keys))
+    keyed = (lines | "DropEmpty" >> beam.Filter(_keep_nonempty)
+             | "Key" >> beam.Map(_keyed))
+    todo = ({"sentence": keyed, "stored": stored} | "JoinStored" >> beam.CoGroupByKey()
+            | "DistinctUnstored" >> beam.FlatMap(_to_embed, names=self.names))
+    total = todo | "Count" >> beam.combiners.Count.Globally()
+    return (todo | "Embed" >> RunInference(self.handler)
+            | "AssignShard" >> beam.Map(_assign_shard, total=beam.pvalue.AsSingleton(total), size=self.shard_size)
+            | "GroupShards" >> beam.GroupByKey()
+            | "WriteShards" >> beam.Map(_write, folder=self.folder, names=self.names))
+
+
+def store_folder(cached_dir, embedder):
+  """The store folder of `embedder` under `cached_dir` (as EmbeddingStore names it); writes its model.json if
+  missing, through Beam's filesystems."""
+  description = store_lib.describe_model(embedder)
+  folder = FileSystems.join(cached_dir, store_lib.model_key(description))
+  info = FileSystems.join(folder, "model.json")
+  if not FileSystems.exists(info):
+    tmp = f"{info}.tmp"
+    with FileSystems.create(tmp) as f:
+      f.write((json.dumps(description, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    FileSystems.rename([tmp], [info])
+  return folder
+
+
+def counters(result):
+  """dict counter name -> int, from a finished PipelineResult (0 for a counter never incremented)."""
+  out = dict.fromkeys(COUNTERS, 0)
+  for counter in result.metrics().query(beam.metrics.MetricsFilter().with_namespace(NAMESPACE))["counters"]:
+    out[counter.key.metric.name] = out.get(counter.key.metric.name, 0) + counter.committed
+  return out
+
+
+def local_options(num_workers, argv=()):
+  """PipelineOptions for Beam's FnApi runner with `num_workers` worker processes on this machine, plus `argv`.
+
+  (Not the DirectRunner's default Prism runner, which downloads a binary at start.)"""
+  return PipelineOptions(list(argv), runner="FnApiRunner", direct_running_mode="multi_processing",
+                         direct_num_workers=num_workers)
+
+
+def embed_files(input_pattern, cached_dir, model_kwargs, poolings, max_seq_length=64, batch_size=64,
+                shard_size=store_lib.DEFAULT_SHARD_SIZE, inference_batch_size=None, intra_op_threads=None,
+                options=None):
+  """Embeds the distinct sentences of the files `input_pattern` matches into the store under `cached_dir`.
+
+  Loads the model here too (the store key hashes its files; the quantities depend on its depth), then runs the
+  pipeline and waits for it.
+
+  Args:
+    input_pattern: str, a file or glob, any filesystem Beam knows (gs://bucket/corpus/*.txt).
+    cached_dir: str, the embedding store's root (run_flow.py --cached_dir).
+    model_kwargs: dict, keyword arguments of `loaders.load_model` (`model_flags.model_kwargs`).
+    poolings: list of pooling names (run_flow.py --sentence_embedding_type); their quantities are stored.
+    max_seq_length: int, tokens per sentence including [CLS] and [SEP].
+    batch_size: int, sentences per encoder batch (run_flow.py --predict_batch_size).
+    shard_size: int, about this many sentences per shard.
+    inference_batch_size: int or None, sentences per RunInference call (None: model_handler's default).
+    intra_op_threads: int or None, TF intra-op threads per worker process.
+    options: PipelineOptions, or None for `local_options(1)`.
+
+  Returns:
+    dict: the store `folder`, the quantity `names` and the pipeline's counters (`COUNTERS`).
+  """
+  from bert_flow_tf import loaders  # pylint: disable=g-import-not-at-top
+  from bert_flow_tf.embedding.embedder import SentenceEmbedder  # pylint: disable=g-import-not-at-top
+  from bert_flow_tf.modeling import pooling as pooling_lib  # pylint: disable=g-import-not-at-top
+  if not poolings:
+    raise ValueError("poolings: no pooling named (e.g. ['last-avg'])")
+  model = loaders.load_model(**model_kwargs)
+  embedder = SentenceEmbedder(model, poolings[0], max_seq_length=max_seq_length)
+  names = tuple(sorted({q for p in poolings for q in pooling_lib.quantities(
+      pooling_lib.resolve(p, model.num_layers))}))
+  folder = store_folder(cached_dir, embedder)
+  handler = model_handler.QuantitiesHandler(
+      model_kwargs, names, max_seq_length, batch_size,
+      inference_batch_size or max(batch_size, model_handler.DEFAULT_INFERENCE_BATCH), intra_op_threads)
+  with beam.Pipeline(options=options or local_options(1)) as p:
+    _ = (p | "Read" >> beam.io.ReadFromText(input_pattern)
+         | "EmbedIntoStore" >> EmbedIntoStore(folder, handler, names, shard_size))
+  return {"folder": folder, "names": list(names), **counters(p.result)}

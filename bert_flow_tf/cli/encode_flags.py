@@ -1,0 +1,48 @@
+"""The flags of `python -m bert_flow_tf.encode`, in the groups its --help shows (names: docs/flags.md).
+
+  encode_flags.define_flags()     # at the module's top; then one_line_errors.run(main, help_groups=GROUPS)
+"""
+from absl import flags
+
+from bert_flow_tf.cli import aliases
+from bert_flow_tf.cli import engine_flags
+from bert_flow_tf.cli import model_flags
+
+# alias -> canonical flag
+ALIASES = {"sentence_embedding_type": "pooling", "batch_size": "encode_batch_sentences"}
+# What an exported model already fixes (excluded with --exported_model).
+FIXED_BY_EXPORT = model_flags.NAMES + ("pooling", "max_seq_length", "flow_checkpoint")
+
+GROUPS = (
+    ("Input and output", ("input_file", "output_file")),
+    ("Model and pooling", model_flags.NAMES + ("max_seq_length", "pooling")),
+    ("Calibration", ("flow_checkpoint", "exported_model")),
+    ("Encoding and devices", ("encode_batch_sentences",) + engine_flags.NAMES),
+    ("The original's TPU flags (prefer --tpu)", engine_flags.ORIGINAL_TPU_NAMES),
+)
+
+
+def define_flags(flag_values=flags.FLAGS):
+  """Defines every flag of encode (GROUPS) and its ALIASES in `flag_values`; marks the required ones."""
+  fv = flag_values
+  model_flags.define_model_flags(fv)
+  engine_flags.define_engine_flags(fv)
+  flags.DEFINE_string("input_file", None, "Required. UTF-8 text, one sentence per line.", flag_values=fv)
+  flags.DEFINE_string("output_file", None, "Required. Where to write the float32 [n, D] .npy (atomically).",
+                      flag_values=fv)
+  flags.DEFINE_integer("max_seq_length", model_flags.DEFAULT_MAX_SEQ_LENGTH,
+                       "Tokens per sentence including [CLS] and [SEP].", flag_values=fv)
+  flags.DEFINE_string("pooling", model_flags.DEFAULT_POOLING, "Pooling name: last-avg, last2avg, first-last-avg, "
+                      "emb-avg, emb-last-avg, cls, cls-raw, or the original's avg, avg-last-N, ... (see "
+                      "bert_flow_tf/modeling/pooling.py).", flag_values=fv)
+  flags.DEFINE_string("flow_checkpoint", None, "A fitted-flow directory (flow.json + checkpoint, as run_flow.py "
+                      "writes it under <output_dir>/flows/): output the flow's calibrated z instead of the raw "
+                      "pooled vectors; unset: no flow.", flag_values=fv)
+  flags.DEFINE_string("exported_model", None, "A text SavedModel (<export_dir>/text/<version>): encode through it "
+                      "instead of building the encoder. Excludes the model flags (--model_dir, ...), --pooling, "
+                      "--max_seq_length and --flow_checkpoint.", flag_values=fv)
+  flags.DEFINE_integer("encode_batch_sentences", model_flags.DEFAULT_ENCODE_BATCH_SENTENCES,
+                       "Sentences per BERT encoding batch (speed only; results do not depend on it).",
+                       flag_values=fv)
+  aliases.define_aliases(ALIASES, fv)
+  flags.mark_flags_as_required(["input_file", "output_file"], flag_values=fv)

@@ -1,0 +1,117 @@
+"""The Beam pipeline on Beam's FnApi runner with 2 worker processes (a real runner, the tiny model, ~2k sentences).
+
+One pipeline run (module fixture) over files holding 2,000 distinct sentences, duplicates and empty lines, into a
+store that already holds 1,000 of them; every bundle runs twice (`direct_runner_bundle_repeat`), as a retried
+bundle would. Skipped when apache_beam is not installed (it is an optional extra: requirements-beam.txt).
+"""
+import os
+import random
+
+import numpy as np
+import pytest
+
+pytest.importorskip("apache_beam", reason="apache_beam is not installed (pip install -r requirements-beam.txt)")
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from bert_flow_tf import loaders
+from bert_flow_tf.beam import pipeline
+from bert_flow_tf.beam import shards
+from bert_flow_tf.embedding.embedder import SentenceEmbedder
+from bert_flow_tf.embedding.store import EmbeddingStore, sentence_keys
+from bert_flow_tf.modeling import pooling as pooling_lib
+from tests.tiny_runs import REPO, tiny_model_dir
+
+POOLING = "first-last-avg"   # two quantities: mean-1 and mean-3
+MAX_LEN = 16
+WORDS = ["a", "man", "dog", "runs", "plays", "the", "guitar", ".", "x", "zebra"]
+
+
+def _sentences(n, seed=0):
+  rng = random.Random(seed)
+  out = set()
+  while len(out) < n:
+    out.add(" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 20))))
+  return sorted(out)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+  """Runs the pipeline once; returns (model_dir, cached_dir, sentences, prefilled, summary)."""
+  tmp = tmp_path_factory.mktemp("beam")
+  model_dir = tiny_model_dir(tmp)
+  sentences = _sentences(2000)
+  rng = random.Random(1)
+  prefilled = rng.sample(sentences, 1000)
+  cached_dir = str(tmp / "cache")
+  # Half the sentences are in the store already (written by the store itself).
+  embedder = SentenceEmbedder(loaders.load_model(model_dir=model_dir), POOLING, max_seq_length=MAX_LEN)
+  EmbeddingStore(embedder, cached_dir, batch_size=64).vectors(prefilled, embedder.pooling, show_progress=False)
+  # Two files (a glob), with duplicates across and within them, empty and whitespace-only lines.
+  (tmp / "in").mkdir()
+  (tmp / "in" / "a.txt").write_text("\n".join(sentences[:1200] + ["", "   "] + sentences[:30]) + "\n")
+  (tmp / "in" / "b.txt").write_text("\n".join(sentences[1100:] + [""]) + "\n")
+  # The worker processes import bert_flow_tf from the repository root (what `python -m bert_flow_tf.beam` sets).
+  old_path = os.environ.get("PYTHONPATH")
+  os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, old_path) if p)
+  try:
+    summary = pipeline.embed_files(
+        str(tmp / "in" / "*.txt"), cached_dir, {"model_dir": model_dir}, [POOLING], max_seq_length=MAX_LEN,
+        batch_size=64, shard_size=300, inference_batch_size=256, intra_op_threads=1,
+        options=pipeline.local_options(2, ["--direct_runner_bundle_repeat=1"]))
+  finally:
+    if old_path is None:
+      del os.environ["PYTHONPATH"]
+    else:
+      os.environ["PYTHONPATH"] = old_path
+  return model_dir, cached_dir, sentences, prefilled, summary
+
+
+def _shard_keys(folder, name):
+  return {path: shards.read_keys(path) for path in shards.shard_paths(folder, name)}
+
+
+def test_the_store_then_serves_every_sentence_without_bert_with_embedder_vectors(run):
+  model_dir, cached_dir, sentences, _, summary = run
+  embedder = SentenceEmbedder(loaders.load_model(model_dir=model_dir), POOLING, max_seq_length=MAX_LEN)
+  store = EmbeddingStore(embedder, cached_dir, batch_size=64)      # what run_flow.py --cached_dir opens
+  assert store.folder == summary["folder"]
+  got = store.vectors(sentences, embedder.pooling, show_progress=False)
+  assert store.encoded == 0                                          # no BERT work
+  want = embedder.encode(sentences, batch_size=64, show_progress=False)
+  assert np.max(np.abs(got - want)) <= 1e-6
+
+
+def test_only_the_unstored_half_is_embedded_once_into_distinct_atomic_shards(run):
+  _, _, sentences, prefilled, summary = run
+  folder = summary["folder"]
+  assert summary["names"] == sorted(pooling_lib.quantities(pooling_lib.resolve(POOLING, 3)))
+  beam_keys = None
+  for name in summary["names"]:
+    files = os.listdir(os.path.join(folder, name))
+    assert all(f.endswith(".npz") for f in files), files             # no temporary file left behind
+    keys = _shard_keys(folder, name)
+    stored = np.concatenate(list(keys.values()))
+    assert len(stored) == len(set(stored.tolist())) == len(sentences)  # each sentence once, none twice
+    new = np.concatenate([k for path, k in keys.items()
+                          if not set(k.tolist()) & set(sentence_keys(prefilled).tolist())])
+    if beam_keys is None:
+      beam_keys = new
+    # The same shard names (hashes of the same keys) in every quantity's folder.
+    assert sorted(os.path.basename(p) for p in keys) == sorted(
+        os.path.basename(p) for p in _shard_keys(folder, summary["names"][0]))
+  unstored = sorted(set(sentences) - set(prefilled))
+  assert sorted(beam_keys.tolist()) == sorted(sentence_keys(unstored).tolist())
+  assert summary["empty_lines"] > 0 and summary["duplicates"] > 0 and summary["already_stored"] > 0
+
+
+def test_writing_a_shard_twice_keeps_one_file(tmp_path):
+  keys = np.sort(sentence_keys(["a", "b", "c"]))
+  values = {"mean-1": np.arange(6, dtype=np.float32).reshape(3, 2)}
+  first = shards.write_shard(str(tmp_path), keys, values)
+  assert shards.write_shard(str(tmp_path), keys, values) == first
+  assert os.listdir(tmp_path / "mean-1") == [first]
+  np.testing.assert_array_equal(shards.read_keys(str(tmp_path / "mean-1" / first)), keys)
+  with pytest.raises(ValueError, match="sorted"):
+    shards.write_shard(str(tmp_path), keys[::-1], values)
+  (tmp_path / "mean-1" / first).write_bytes(b"not a zip file")
+  assert len(shards.read_keys(str(tmp_path / "mean-1" / first))) == 0   # counts as missing: embedded again
