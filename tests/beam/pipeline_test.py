@@ -10,7 +10,9 @@ import random
 import numpy as np
 import pytest
 
-pytest.importorskip("apache_beam", reason="apache_beam is not installed (pip install -r requirements-beam.txt)")
+from tests import beam as beam_tests
+
+beam_tests.require_apache_beam()
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from bert_flow_tf import loaders
