@@ -273,6 +273,7 @@ def test_help_groups_refuse_aliases_unknown_and_repeated_flags():
     flag_help.check_groups(fv, [("A", ("pooling",)), ("B", ("pooling",))])
 
 
+@pytest.mark.slow
 def test_help_exits_0_with_the_groups():
   """--help across the process boundary: the scripts wire their groups in, print them and exit 0 (absl: 1)."""
   runs = {script: subprocess.Popen(tiny_runs.command(script, [flag]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,

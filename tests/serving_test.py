@@ -1,4 +1,5 @@
-"""Serving without the server: op audit, the TF1 session loader in a fresh process, warm-up records, TF-Hub.
+"""Exports and serving without the server: the export's layout, info and refusals, op audit, the TF1 session loader
+in a fresh process, warm-up records, TF-Hub.
 
 All on a fresh export of the tiny random BERT (H=16) with a Glow whose ActNorms were data-initialized on the same
 embeddings (so the calibrated vectors are O(1) and the flow is far from the identity).
@@ -46,6 +47,27 @@ def exported(tmp_path_factory):
   paths = export.export_models(encoder, flow, str(tmp / "export"), version=1)
   return {"encoder": encoder, "flow": flow, "paths": paths, "want": want[:len(SENTENCES)],
           "want_warmup": want[len(SENTENCES):], "tmp": tmp, "dir": str(tmp / "export")}
+
+
+def test_export_layout_and_info(exported):
+  export_dir, paths = exported["dir"], exported["paths"]
+  assert sorted(os.listdir(export_dir)) == ["export_info.json", "ids", "text"]
+  assert os.listdir(os.path.join(export_dir, "text")) == ["1"]  # no temporary directory left behind
+  assert os.path.isfile(os.path.join(paths["text"], "assets", "vocab.txt"))
+  info = json.loads(open(paths["info"], encoding="utf-8").read())
+  assert info["dim"] == 16 and info["max_seq_length"] == 16 and info["pooling"] == "first-last-avg"
+  assert info["flow"]["config"]["n_levels"] == 2 and info["flow"]["dim"] == 16
+
+
+def test_export_refusals(exported):
+  encoder, flow, export_dir = exported["encoder"], exported["flow"], exported["dir"]
+  with pytest.raises(FileExistsError, match="text/1 exists"):
+    export.export_models(encoder, flow, export_dir, version=1)
+  with pytest.raises(ValueError, match="version must be an int >= 1"):
+    export.export_models(encoder, flow, export_dir, version=0)
+  with pytest.raises(ValueError, match="flow width 32 != embedding width D=16"):
+    export.export_models(encoder, Glow.from_config("config_l2_d2_w32", dim=32), export_dir, version=2)
+  assert sorted(os.listdir(os.path.join(export_dir, "text"))) == ["1"]
 
 
 def test_op_audit_of_a_fresh_export(exported):

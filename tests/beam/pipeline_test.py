@@ -72,6 +72,7 @@ def _shard_keys(folder, name):
   return {path: shards.read_keys(path) for path in shards.shard_paths(folder, name)}
 
 
+@pytest.mark.slow
 def test_the_store_then_serves_every_sentence_without_bert_with_embedder_vectors(run):
   model_dir, cached_dir, sentences, _, summary = run
   embedder = SentenceEmbedder(loaders.load_model(model_dir=model_dir), POOLING, max_seq_length=MAX_LEN)
@@ -83,6 +84,7 @@ def test_the_store_then_serves_every_sentence_without_bert_with_embedder_vectors
   assert np.max(np.abs(got - want)) <= 1e-6
 
 
+@pytest.mark.slow
 def test_only_the_unstored_half_is_embedded_once_into_distinct_atomic_shards(run):
   _, _, sentences, prefilled, summary = run
   folder = summary["folder"]
