@@ -263,7 +263,8 @@ def test_mixed_precision_trains_like_float32(tiny, straight, tmp_path):
                                   use_mixed_precision=True))
   full, mixed = np.array(straight[0]["train"]["losses"]), np.array(mixed["train"]["losses"])
   assert len(full) == len(mixed) == 6
-  # Measured: max |mixed - float32| = 5e-4 over the 6 steps; float16 did run (the losses are not identical).
+  # Measured (one-block tiny BERT, dupe_factor 2): max |mixed - float32| = 8.5e-5 over the 6 steps; float16 did
+  # run (the losses are not identical).
   np.testing.assert_allclose(mixed, full, rtol=0, atol=5e-3)
   assert np.abs(mixed - full).max() > 0
 
