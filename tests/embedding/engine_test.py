@@ -69,7 +69,9 @@ def test_mirrored_strategy_matches_single_device_in_input_order(model, cpu_strat
   np.testing.assert_array_equal(got[0], got[2])
 
 
-def test_xla_on_static_shapes_matches_the_dynamic_path(model, cpu_strategy):
+def test_xla_on_static_shapes_matches_the_dynamic_path(tmp_path, cpu_strategy):
+  # A one-block BERT: the test compiles it twice (one device, then each replica), and compiling grows with blocks.
+  model = tiny_model(tmp_path, num_layers=1)
   dynamic = SentenceEmbedder(model, "last2avg", max_seq_length=16).encode(SENTENCES, batch_size=4)
   xla = SentenceEmbedder(model, "last2avg", max_seq_length=16, use_xla=True)
   assert xla.static_shapes
