@@ -30,14 +30,14 @@ def make_tiny_setup(root, num_pairs=24):
   from bert_flow_tf.modeling.config import BertConfig
   from bert_flow_tf.modeling.bert_encoder import BertEncoder
   from bert_flow_tf.loaders import tf1_checkpoint
-  import tensorflow as tf
+  import tf_keras as keras
   root = pathlib.Path(root)
   vocab = root / "vocab.txt"
   vocab.write_text("\n".join(SPECIALS + WORDS) + "\n")
   config = BertConfig(vocab_size=len(SPECIALS) + len(WORDS), hidden_size=32, num_hidden_layers=1,
                       num_attention_heads=4, intermediate_size=37, hidden_dropout_prob=0.0,
                       attention_probs_dropout_prob=0.0, max_position_embeddings=32, type_vocab_size=2)
-  tf.random.set_seed(7)
+  keras.utils.set_random_seed(7)  # python, numpy and TF seeds: the same weights whatever ran before
   encoder = BertEncoder(config).build_variables()
   model_dir = root / "model"
   tf1_checkpoint.save_tf1_checkpoint(encoder, config, str(model_dir), vocab_file=str(vocab))
@@ -263,7 +263,7 @@ def test_mixed_precision_trains_like_float32(tiny, straight, tmp_path):
                                   use_mixed_precision=True))
   full, mixed = np.array(straight[0]["train"]["losses"]), np.array(mixed["train"]["losses"])
   assert len(full) == len(mixed) == 6
-  # Measured (one-block tiny BERT, dupe_factor 2): max |mixed - float32| = 8.5e-5 over the 6 steps; float16 did
+  # Measured (one-block tiny BERT, dupe_factor 2): max |mixed - float32| = 2.1e-4 over the 6 steps; float16 did
   # run (the losses are not identical).
   np.testing.assert_allclose(mixed, full, rtol=0, atol=5e-3)
   assert np.abs(mixed - full).max() > 0
