@@ -10,13 +10,25 @@ from bert_flow_tf.calibration import fit_flow
 from bert_flow_tf.data import order as order_lib
 
 
-@pytest.fixture
-def tiny_config(tmp_path):
-  path = tmp_path / "tiny.json"
+PROVENANCE = {"model": "m", "sentence_embedding_type": "last-avg", "max_seq_length": 64}
+
+
+@pytest.fixture(scope="module")
+def tiny_config(tmp_path_factory):
+  path = tmp_path_factory.mktemp("config") / "tiny.json"
   path.write_text(json.dumps({"coupling": "additive", "coupling_width": 8, "n_levels": 2, "depth": 2,
                               "permutation": True}))
   return fit_flow.FlowFitConfig(flow_model_config=str(path), learning_rate=1e-2, num_train_epochs=1.0,
                                 batch_size=8, save_checkpoints_steps=3, log_every_steps=2)
+
+
+@pytest.fixture(scope="module")
+def full_fit(tmp_path_factory, tiny_config):
+  """(flow, summary, flow_dir) of one uninterrupted fit of `_pairs()` with PROVENANCE, shared by the resume and the
+  check_fitted_flow tests (each fit traces a train step of its own: most of a fit's time)."""
+  flow_dir = str(tmp_path_factory.mktemp("full") / "flow")
+  flow, summary = fit_flow.fit_flow(_pairs(), tiny_config, flow_dir, provenance=PROVENANCE)
+  return flow, summary, flow_dir
 
 
 def _pairs(n=100, d=16, seed=0):
@@ -58,9 +70,9 @@ def _variables(flow):
 
 
 @pytest.mark.slow
-def test_resume_after_crash_ends_where_an_uninterrupted_run_ends(tmp_path, tiny_config):
+def test_resume_after_crash_ends_where_an_uninterrupted_run_ends(tmp_path, tiny_config, full_fit):
   pairs = _pairs()
-  full, summary = fit_flow.fit_flow(pairs, tiny_config, str(tmp_path / "full"))
+  full, summary, _ = full_fit
   assert summary["num_steps"] == 12 and summary["complete"]
   assert summary["last_loss"] < summary["first_loss"]
   with pytest.raises(_Crash):
@@ -104,14 +116,12 @@ def test_too_few_pairs_for_one_step(tmp_path, tiny_config):
     fit_flow.fit_flow(_pairs(n=4), tiny_config, str(tmp_path / "few"))
 
 
-def test_check_fitted_flow_names_what_differs(tmp_path, tiny_config):
-  provenance = {"model": "m", "sentence_embedding_type": "last-avg", "max_seq_length": 64}
-  fit_flow.fit_flow(_pairs(), tiny_config, str(tmp_path / "f"), provenance=provenance)
-  info = fit_flow.check_fitted_flow(str(tmp_path / "f"), dim=16, fit=tiny_config,
-                                    provenance={**provenance, "not_recorded": 1})
+def test_check_fitted_flow_names_what_differs(tiny_config, full_fit):
+  provenance, flow_dir = PROVENANCE, full_fit[2]
+  info = fit_flow.check_fitted_flow(flow_dir, dim=16, fit=tiny_config, provenance={**provenance, "not_recorded": 1})
   assert info["complete"] and info["provenance"] == provenance
   with pytest.raises(ValueError, match=r"\(dim, max_seq_length differ\): max_seq_length=32 \(the flow was fitted "
                                        r"with 64\); dim=8 \(the flow was fitted with 16\)"):
-    fit_flow.check_fitted_flow(str(tmp_path / "f"), dim=8, provenance={**provenance, "max_seq_length": 32})
+    fit_flow.check_fitted_flow(flow_dir, dim=8, provenance={**provenance, "max_seq_length": 32})
   with pytest.raises(ValueError, match=r"\(fit differ\): fit.learning_rate=0.5 \(the flow was fitted with 0.01\)$"):
-    fit_flow.check_fitted_flow(str(tmp_path / "f"), fit=dataclasses.replace(tiny_config, learning_rate=0.5))
+    fit_flow.check_fitted_flow(flow_dir, fit=dataclasses.replace(tiny_config, learning_rate=0.5))

@@ -43,6 +43,12 @@ def hub_dir(tiny, tmp_path_factory):
   return out
 
 
+@pytest.fixture(scope="module")
+def hub_model(hub_dir):
+  """hub_dir loaded once by load_hub_model (a SavedModel load is about a second), for the tests that only read it."""
+  return tfhub.load_hub_model(str(hub_dir))
+
+
 def _inputs():
   ids = tf.constant([[2, 10, 57, 3, 0, 0], [2, 98, 6, 7, 40, 3]], tf.int32)
   return {"input_word_ids": ids, "input_mask": tf.cast(ids > 0, tf.int32),
@@ -144,10 +150,9 @@ def test_tf1_exact_gelu_is_refused_unless_allowed(tiny, tmp_path):
   assert loaded_config == exact
 
 
-def test_hub_round_trip(tiny, hub_dir):
-  encoder = tiny[0]
+def test_hub_round_trip(tiny, hub_dir, hub_model):
+  encoder, model = tiny[0], hub_model
   assert (hub_dir / "assets" / "vocab.txt").read_text() == "\n".join(TOKENS) + "\n"
-  model = tfhub.load_hub_model(str(hub_dir))
   assert (model.num_layers, model.hidden_size, model.do_lower_case, model.format) == (2, 32, False, "tfhub")
   assert model.vocab_file == str(hub_dir / "assets" / "vocab.txt")
   assert len(model.encoder.trainable_weights) == len(encoder.trainable_weights)
@@ -159,8 +164,8 @@ def test_hub_round_trip(tiny, hub_dir):
     np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=0, atol=1e-6)
 
 
-def test_hub_training_flag_turns_dropout_on(hub_dir):
-  encoder = tfhub.load_hub_model(str(hub_dir)).encoder
+def test_hub_training_flag_turns_dropout_on(hub_model):
+  encoder = hub_model.encoder
   inference = encoder(_inputs(), training=False)["sequence_output"].numpy()
   np.testing.assert_array_equal(encoder(_inputs())["sequence_output"].numpy(), inference)
   assert np.abs(encoder(_inputs(), training=True)["sequence_output"].numpy() - inference).max() > 1e-3

@@ -4,11 +4,16 @@ Each kill is sent when a file shows the run is in the phase to hit (the embeddin
 a flow checkpoint: fitting; the export's hidden temporary SavedModel: exporting; a training checkpoint: siamese
 training). The state left behind is checked to be that phase's, and the final rerun must give the results of an
 uninterrupted run exactly. A tiny random BERT and 24 rows per STS-B split keep each run to a few seconds of work.
+
+The killed runs are real processes (the kill is what is tested). The final rerun and the uninterrupted reference
+run are two command lines of one tests/entry_driver.py process, the rerun first: it starts from what the kills
+left on disk, as a fresh process would, and TensorFlow's import is paid once for both.
 """
 import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -39,6 +44,19 @@ def _run_until(script, args, cwd, marker, log, timeout=300):
       process.wait()
 
 
+def _drive(script, cases, cwd):
+  """{name: {"returncode", "stdout", "stderr"}} of `cases` ({name: args}, run in this order) in one
+  tests/entry_driver.py process."""
+  cases_file, results_file = cwd / f"{script}_cases.json", cwd / f"{script}_results.json"
+  cases_file.write_text(json.dumps({"script": script, "cases": {name: {"args": args, "cwd": str(cwd)}
+                                                                for name, args in cases.items()}}))
+  driver = subprocess.run([sys.executable, os.path.join(tiny_runs.REPO, "tests", "entry_driver.py"),
+                           str(cases_file), str(results_file)], capture_output=True, text=True, cwd=cwd,
+                          timeout=600, env=dict(os.environ, PYTHONPATH=tiny_runs.REPO))
+  assert driver.returncode == 0, driver.stderr[-3000:]
+  return json.loads(results_file.read_text())
+
+
 def _exists(folder, pattern):
   return lambda: any(folder.glob(pattern))
 
@@ -57,10 +75,6 @@ def flow_setup(tmp_path_factory, data_dir):
 @pytest.mark.slow
 def test_run_flow_killed_while_embedding_fitting_and_exporting_resumes_to_the_same_results(flow_setup):
   root, args = flow_setup
-  reference = tiny_runs.run("run_flow", args + [f"--output_parent_dir={root / 'ref'}"], cwd=root)
-  assert reference.returncode == 0, reference.stderr[-3000:]
-  expected = json.loads((root / "ref" / "k" / "results.json").read_text())
-
   exp, export = root / "exp", root / "export"
   run_args = args + [f"--output_parent_dir={exp}", f"--export_dir={export}"]
   out, flow_dir = exp / "k", exp / "k" / "flows" / "target-STS-B"
@@ -72,16 +86,20 @@ def test_run_flow_killed_while_embedding_fitting_and_exporting_resumes_to_the_sa
   assert _run_until("run_flow", run_args, root, _exists(flow_dir, "checkpoint"), root / "2.log")
   assert not json.loads((flow_dir / "flow.json").read_text())["complete"]
   assert not (out / "results.json").exists()
-  # 3. While exporting: the text SavedModel is being written into its hidden temporary directory. The results,
-  # written before the export began, are those of the uninterrupted run: the rerun survived kill 2.
+  # 3. While exporting: the text SavedModel is being written into its hidden temporary directory. The results
+  # were written before the export began (compared with the uninterrupted run's below: the rerun survived kill 2).
   assert _run_until("run_flow", run_args, root, _exists(export / "text", ".tmp-*"), root / "3.log")
   assert "resuming from" in (root / "3.log").read_text()
-  assert json.loads((out / "results.json").read_text()) == expected
+  after_kill_3 = json.loads((out / "results.json").read_text())
   assert not (export / "text" / "1").exists() and not (export / "export_info.json").exists()
-  # 4. The rerun completes: the cached vectors, the fitted flow, and a complete export.
-  final = tiny_runs.run("run_flow", run_args, cwd=root)
-  assert final.returncode == 0, final.stderr[-3000:]
-  assert "already fitted" in final.stderr
+  # 4. The rerun completes: the cached vectors, the fitted flow, and a complete export. Then the uninterrupted run.
+  runs = _drive("run_flow", {"final": run_args, "reference": args + [f"--output_parent_dir={root / 'ref'}"]}, root)
+  final, reference = runs["final"], runs["reference"]
+  assert final["returncode"] == 0, final["stderr"][-3000:]
+  assert reference["returncode"] == 0, reference["stderr"][-3000:]
+  assert "already fitted" in final["stderr"] and "already fitted" not in reference["stderr"]
+  expected = json.loads((root / "ref" / "k" / "results.json").read_text())
+  assert after_kill_3 == expected
   assert json.loads((out / "results.json").read_text()) == expected
   assert (export / "text" / "1" / "saved_model.pb").is_file() and (export / "export_info.json").is_file()
 
@@ -89,21 +107,22 @@ def test_run_flow_killed_while_embedding_fitting_and_exporting_resumes_to_the_sa
 @pytest.mark.slow
 def test_run_siamese_killed_mid_training_resumes_to_the_same_results(tmp_path):
   from tests.siamese_test import make_tiny_setup  # pylint: disable=g-import-not-at-top
+  from tests.siamese_test import tiny_flow_config  # pylint: disable=g-import-not-at-top
   model, data = make_tiny_setup(tmp_path)
   args = ["--task_name=snli", f"--data_dir={data}", f"--model_dir={model}", "--train_splits=dev,test",
           "--max_seq_length=16", "--train_batch_size=4", "--num_train_epochs=1", "--save_checkpoints_steps=2",
-          "--learning_rate=1e-3", "--flow", "--flow_loss", "--flow_model_config=config_l2_d2_w32", "--do_train",
-          "--do_eval", "--do_predict"]
-  reference = tiny_runs.run("run_siamese", args + [f"--output_dir={tmp_path / 'ref'}"], cwd=tmp_path)
-  assert reference.returncode == 0, reference.stderr[-3000:]
-
+          "--learning_rate=1e-3", "--flow", "--flow_loss", f"--flow_model_config={tiny_flow_config(model)}",
+          "--do_train", "--do_eval", "--do_predict"]
   out = tmp_path / "out"
   run_args = args + [f"--output_dir={out}"]
   assert _run_until("run_siamese", run_args, tmp_path, _exists(out / "checkpoints", "checkpoint"),
                     tmp_path / "killed.log")
   assert not (out / "eval_results.json").exists()  # killed after step 2 of 12
-  final = tiny_runs.run("run_siamese", run_args, cwd=tmp_path)
-  assert final.returncode == 0, final.stderr[-3000:]
-  assert "restored" in final.stderr
+  runs = _drive("run_siamese", {"final": run_args, "reference": args + [f"--output_dir={tmp_path / 'ref'}"]},
+                tmp_path)
+  final, reference = runs["final"], runs["reference"]
+  assert final["returncode"] == 0, final["stderr"][-3000:]
+  assert reference["returncode"] == 0, reference["stderr"][-3000:]
+  assert "restored" in final["stderr"] and "restored" not in reference["stderr"]
   for name in ("eval_results.json", "test_results.tsv"):
     assert (out / name).read_text() == (tmp_path / "ref" / name).read_text(), name

@@ -91,6 +91,7 @@ def _one_device_fit(embedder, fit_config, flow_dir):
   return fit_flow.fit_flow(pairs, fit_config, flow_dir)
 
 
+@pytest.mark.slow  # each fit traces BERT and the Glow into a mirrored train step
 def test_mirrored_fit_resumes_and_equals_one_device_fit_and_loads_without_the_strategy(folder, fit_config,
                                                                                         tmp_path, cpu_strategy):
   flow_want, want = _one_device_fit(_embedder(folder), fit_config, str(tmp_path / "one_device"))
@@ -108,6 +109,7 @@ def test_mirrored_fit_resumes_and_equals_one_device_fit_and_loads_without_the_st
   np.testing.assert_allclose(fit_flow.transform(loaded, x), fit_flow.transform(flow_want, x), atol=1e-4)
 
 
+@pytest.mark.slow  # each fit traces BERT and the Glow into a mirrored train step
 def test_static_shapes_and_xla_under_mirrored_equal_one_device(folder, fit_config, tmp_path, cpu_strategy):
   # max_seq_length 16: one static length, so XLA compiles once.
   config = dataclasses.replace(fit_config, num_train_epochs=1.0)
@@ -119,9 +121,11 @@ def test_static_shapes_and_xla_under_mirrored_equal_one_device(folder, fit_confi
   _assert_same_fit(summary, want, flow, flow_want)
 
 
+@pytest.mark.slow  # each fit traces BERT and the Glow into a mirrored train step
 def test_mirrored_fit_with_dropout_runs_and_its_loss_falls(folder, fit_config, tmp_path, cpu_strategy):
   config = dataclasses.replace(fit_config, num_train_epochs=4.0, batch_size=8, save_checkpoints_steps=100)
-  flow, summary = fit_flow.fit_flow(_pairs(_embedder(folder, cpu_strategy, dropout=0.1)), config,
+  # max_seq_length 16: one padded length, so one trace (the first test covers two lengths under the strategy).
+  flow, summary = fit_flow.fit_flow(_pairs(_embedder(folder, cpu_strategy, dropout=0.1, max_seq_length=16)), config,
                                     str(tmp_path / "dropout"))
   assert summary["num_steps"] == 11 and summary["complete"]
   assert np.isfinite(summary["last_loss"]) and summary["mean_loss_last_10pct"] < 0.5 * summary["first_loss"]
