@@ -230,6 +230,7 @@ def test_eval_predict_and_export_roundtrip(tiny, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.distributed
 def test_distribution_matches_single_device(tiny, tmp_path, cpu_strategy):
   """Two logical CPUs under MirroredStrategy vs the default strategy: same losses and weights."""
   import tensorflow as tf

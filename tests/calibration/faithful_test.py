@@ -15,6 +15,8 @@ from bert_flow_tf.modeling.bert_encoder import BertEncoder
 from bert_flow_tf.modeling.config import BertConfig
 from tests.embedding.tiny_model import SENTENCES, VOCAB
 
+pytestmark = pytest.mark.distributed
+
 # 23 pairs; batches of 7 leave a padding row on 2 replicas; max_seq_length 32 gives two static lengths (16, 32).
 PAIRS_A, PAIRS_B = SENTENCES, SENTENCES[5:] + SENTENCES[:5]
 MAX_SEQ_LENGTH = 32

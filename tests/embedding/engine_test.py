@@ -61,6 +61,7 @@ def test_one_batch_without_tf_data_matches_the_pipeline(model, static_shapes):
   assert embedder.encode([], batch_size=32).shape == (0, embedder.dim)
 
 
+@pytest.mark.distributed
 def test_mirrored_strategy_matches_single_device_in_input_order(model, cpu_strategy):
   single = SentenceEmbedder(model, "first-last-avg", max_seq_length=16).encode(SENTENCES, batch_size=5)
   mirrored = SentenceEmbedder(model, "first-last-avg", max_seq_length=16, strategy=cpu_strategy)
@@ -69,6 +70,7 @@ def test_mirrored_strategy_matches_single_device_in_input_order(model, cpu_strat
   np.testing.assert_array_equal(got[0], got[2])
 
 
+@pytest.mark.distributed
 def test_xla_on_static_shapes_matches_the_dynamic_path(tmp_path, cpu_strategy):
   # A one-block BERT: the test compiles it twice (one device, then each replica), and compiling grows with blocks.
   model = tiny_model(tmp_path, num_layers=1)

@@ -74,6 +74,7 @@ def test_config_round_trip():
   assert clone.exclude_patterns == ("LayerNorm",) and clone.epsilon == 1e-6
 
 
+@pytest.mark.distributed
 def test_mirrored_strategy_applies_inside_strategy_run(cpu_strategy):
   assert cpu_strategy.num_replicas_in_sync == 2
   with cpu_strategy.scope():
