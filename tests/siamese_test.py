@@ -12,6 +12,8 @@ import pathlib
 
 import numpy as np
 import pytest
+import scipy.special
+import tensorflow as tf
 
 WORDS = ["the", "a", "cat", "dog", "man", "woman", "sat", "runs", "on", "in", "mat", "park", "red", "blue", "."]
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -118,7 +120,6 @@ def test_features_labels_dupes_and_num_examples(tiny):
 
 
 def test_objectives_match_hand_computation(tiny, tmp_path):
-  import tensorflow as tf
   from bert_flow_tf import data as data_lib
   from bert_flow_tf import siamese
   model_dir, data_dir = tiny
@@ -153,7 +154,6 @@ def test_objectives_match_hand_computation(tiny, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("frozen", ["bert", "flow"])
 def test_joint_flow_optimizers_touch_only_their_module(tiny, tmp_path, frozen):
-  import tensorflow as tf
   from bert_flow_tf import data as data_lib
   from bert_flow_tf import siamese
   model_dir, data_dir = tiny
@@ -176,7 +176,6 @@ def test_joint_flow_optimizers_touch_only_their_module(tiny, tmp_path, frozen):
 
 @pytest.mark.slow
 def test_interrupted_run_resumes_to_the_same_weights(tiny, straight, tmp_path):
-  import tensorflow as tf
   from bert_flow_tf import loaders
   from bert_flow_tf import siamese
   from bert_flow_tf.data import order as order_lib
@@ -216,10 +215,21 @@ def test_eval_predict_and_export_roundtrip(tiny, tmp_path):
   assert set(result["eval"]) == {"num_pairs", "accuracy", "eval_loss"}
   assert result["eval"]["num_pairs"] == 24
   assert json.loads((out_dir / "eval_results.json").read_text()) == result["eval"]
+  # The dev metrics recomputed here: the exported encoder's vectors u, v and the checkpoint's classifier W give
+  # logits [u, v, |u - v|] W^T; accuracy of their argmax and mean softmax cross-entropy against the gold labels.
+  dev = data_lib.load_task("snli", data_dir).dev[0]
+  encoder = SentenceEmbedder(loaders.load_model(result["export_dir"]), "avg", max_seq_length=16)
+  u, v = encoder.encode(list(dev.sentences_a)), encoder.encode(list(dev.sentences_b))
+  reader = tf.train.load_checkpoint(str(out_dir / "checkpoints"))
+  [name] = [n for n in reader.get_variable_to_shape_map()
+            if "output_weights" in n and "OPTIMIZER_SLOT" not in n and n.endswith("VARIABLE_VALUE")]
+  logits = np.concatenate([u, v, np.abs(u - v)], -1) @ reader.get_tensor(name).T   # [24, 3]
+  log_probs = logits - scipy.special.logsumexp(logits, axis=-1, keepdims=True)
+  assert result["eval"]["accuracy"] == pytest.approx(np.mean(logits.argmax(-1) == dev.labels), abs=1e-9)
+  assert result["eval"]["eval_loss"] == pytest.approx(-np.mean(log_probs[np.arange(24), dev.labels]), rel=1e-4)
   cosines = np.array([float(x) for x in (out_dir / "test_results.tsv").read_text().split()])
   # The exported encoder reproduces the trained model's test cosines through the generic loader and encoder.
   test = data_lib.load_task("snli", data_dir).test[0]
-  encoder = SentenceEmbedder(loaders.load_model(result["export_dir"]), "avg", max_seq_length=16)
   a, b = encoder.encode(list(test.sentences_a)), encoder.encode(list(test.sentences_b))
   np.testing.assert_allclose(cosines, (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1),
                              atol=2e-6)
@@ -233,7 +243,6 @@ def test_eval_predict_and_export_roundtrip(tiny, tmp_path):
 @pytest.mark.distributed
 def test_distribution_matches_single_device(tiny, tmp_path, cpu_strategy):
   """Two logical CPUs under MirroredStrategy vs the default strategy: same losses and weights."""
-  import tensorflow as tf
   from bert_flow_tf import data as data_lib
   from bert_flow_tf import siamese
   model_dir, data_dir = tiny
@@ -274,7 +283,6 @@ def test_mixed_precision_trains_like_float32(tiny, straight, tmp_path):
 def test_no_labels_leaves_what_no_loss_reaches_bit_identical(tiny, tmp_path, l2_penalty):
   """num_examples=0: the label loss is a constant, so the classifier gets no gradient and no weight decay; BERT
   is untouched too unless the L2 penalty (added after the zeroed loss, as the original) reaches it."""
-  import tensorflow as tf
   from bert_flow_tf import data as data_lib
   from bert_flow_tf import siamese
   model_dir, data_dir = tiny

@@ -1,5 +1,6 @@
 """Tests of AdamWeightDecay against a numpy transcription of BERT's update rule."""
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from glow import AdamWeightDecay, WarmupLinearDecay
