@@ -36,8 +36,6 @@ Legend: B = batch size, S = padded length, D = embedding width, M = corpus sente
 """
 import json
 import os
-import shutil
-import tempfile
 import types
 
 import numpy as np
@@ -299,23 +297,10 @@ def _save_atomically(module, path, signatures, warmup_logs=None):
     signatures: dict name -> tf.function.
     warmup_logs: list of PredictionLog (bert_flow_tf.serving.warmup), or None for no warm-up file.
   """
-  parent = os.path.dirname(os.path.abspath(path))
-  os.makedirs(parent, exist_ok=True)
-  tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-")
-  try:
+  with io_utils.atomic_dir(path) as tmp:
     tf.saved_model.save(module, tmp, signatures=signatures)
     if warmup_logs:
       _warmup_module().write(tmp, warmup_logs)
-    if os.path.exists(path):  # overwrite: move the old version aside, swap, then delete it
-      old = tmp + "-old"
-      os.replace(path, old)
-      os.replace(tmp, path)
-      shutil.rmtree(old)
-    else:
-      os.replace(tmp, path)
-  finally:
-    if os.path.exists(tmp):
-      shutil.rmtree(tmp)
 
 
 def load_text_model(path):

@@ -27,8 +27,6 @@ Legend: n, m = sentences, D = the (calibrated) embedding width.
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 
 import numpy as np
 
@@ -204,24 +202,11 @@ class SentenceEncoder(search.SearchMixin):
             "do_lower_case": bool(self.embedder.model.do_lower_case), "pooling": self.embedder.pooling.name,
             "max_seq_length": self.embedder.max_seq_length, "fingerprint": self.fingerprint,
             "calibration": None if self.calibration is None else self.calibration.method}
-    parent = os.path.dirname(os.path.abspath(path))
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-")
-    try:
+    with io_utils.atomic_dir(path) as tmp:
       with open(os.path.join(tmp, INFO_FILE), "w", encoding="utf-8") as f:
         f.write(json.dumps(info, indent=2) + "\n")
       if self.calibration is not None:
         self.calibration.save(os.path.join(tmp, CALIBRATION_DIR))
-      if os.path.exists(path):  # move the old one aside, swap, then delete it
-        old = tmp + "-old"
-        os.replace(path, old)
-        os.replace(tmp, path)
-        shutil.rmtree(old)
-      else:
-        os.replace(tmp, path)
-    finally:
-      if os.path.exists(tmp):
-        shutil.rmtree(tmp)
     return path
 
   @classmethod

@@ -133,21 +133,14 @@ def served(run, reference):
       "cls-raw": [f"--model_dir={installed}", "--sentence_embedding_type=cls-raw"] + io("cls-raw"),
       "bad byte": [f"--model_dir={installed}"] + io("bad byte", bad),
   }
-  cases_file = root / "encode_cases.json"
-  cases_file.write_text(json.dumps({"script": "encode", "cases": {name: {"args": args, "cwd": str(root)}
-                                                                  for name, args in cases.items()}}))
-  env = dict(os.environ, PYTHONPATH=tiny_runs.REPO)
-  commands = {
-      "load": [sys.executable, "-c", _LOAD_AND_RUN, str(export / "text" / "1"), str(export / "ids" / "1"),
-               str(root / "in.json"), str(root / "loaded.npz")],
-      "encode": [sys.executable, os.path.join(tiny_runs.REPO, "tests", "entry_driver.py"), str(cases_file),
-                 str(root / "encode_results.json")]}
+  load = [sys.executable, "-c", _LOAD_AND_RUN, str(export / "text" / "1"), str(export / "ids" / "1"),
+          str(root / "in.json"), str(root / "loaded.npz")]
   with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-    done = {name: pool.submit(subprocess.run, command, capture_output=True, text=True, cwd=root, env=env,
-                              timeout=600) for name, command in commands.items()}
-    for name, future in done.items():
-      assert future.result().returncode == 0, (name, future.result().stderr[-3000:])
-  encoded = json.loads((root / "encode_results.json").read_text())
+    loaded = pool.submit(subprocess.run, load, capture_output=True, text=True, cwd=root, timeout=600,
+                         env=dict(os.environ, PYTHONPATH=tiny_runs.REPO))
+    encoded = pool.submit(tiny_runs.drive, "encode", cases, root)
+    assert loaded.result().returncode == 0, loaded.result().stderr[-3000:]
+    encoded = encoded.result()
   return {"loaded": np.load(root / "loaded.npz"), "bad": bad,
           **{name: (result, outputs[name]) for name, result in encoded.items()}}
 

@@ -11,8 +11,6 @@ import json
 import os
 import pathlib
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -194,18 +192,6 @@ def _where(case, s):
   return case if isinstance(case, str) else case(s)
 
 
-def _drive(script, cases, root):
-  """{name: {"returncode", "stdout", "stderr"}} of `cases` ({name: args}), run by one tests/entry_driver.py."""
-  cases_file, results_file = root / f"{script}_cases.json", root / f"{script}_results.json"
-  cases_file.write_text(json.dumps({"script": script, "cases": {name: {"args": args, "cwd": str(root)}
-                                                                for name, args in cases.items()}}))
-  driver = subprocess.run([sys.executable, os.path.join(tiny_runs.REPO, "tests", "entry_driver.py"),
-                           str(cases_file), str(results_file)], capture_output=True, text=True, cwd=root,
-                          timeout=600, env=dict(os.environ, PYTHONPATH=tiny_runs.REPO))
-  assert driver.returncode == 0, driver.stderr[-3000:]
-  return json.loads(results_file.read_text())
-
-
 def _verbose_command(s):
   return "encode", ["--model_dir", s["model"], f"--input_file={s['root'] / 'nul.txt'}",
                     f"--output_file={s['root'] / 'v.npy'}", "-v", "1"]
@@ -229,7 +215,7 @@ def results(setup):
   processes = {f"process: {name}": commands[name][:2] for name in IN_A_PROCESS}
   processes["process: -v 1"] = _verbose_command(setup)
   with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-    driven = [pool.submit(_drive, script, cases, root) for script, cases in sorted(by_script.items())]
+    driven = [pool.submit(tiny_runs.drive, script, cases, root) for script, cases in sorted(by_script.items())]
     ran = {name: pool.submit(tiny_runs.run, script, args, root) for name, (script, args) in processes.items()}
     out = {name: (result, root / commands[name][2]) for future in driven for name, result in future.result().items()}
   out.update({name: (future.result(), None) for name, future in ran.items()})

@@ -6,9 +6,6 @@ tests/entry_driver.py process (the one with MirroredStrategy and XLA first: logi
 TensorFlow's first op). Expected scores are recomputed here from the tiny BERT's vectors with scipy.
 """
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -88,14 +85,8 @@ def runs(tmp_path_factory):
   common = ["--model_dir", model_dir, f"--data_dir={data_dir}", f"--sentence_embedding_type={POOLING}",
             "--max_seq_length=16", f"--flow_model_config={flow_config}", "--train_batch_size=4",
             f"--output_parent_dir={root / 'exp'}"]
-  cases = {name: {"args": common + [f"--exp_name={name}", f"--export_dir={root / f'export_{name}'}"] + extra,
-                  "cwd": str(root)} for name, extra in CASES.items()}
-  (root / "cases.json").write_text(json.dumps({"script": "run_flow", "cases": cases}))
-  driver = subprocess.run([sys.executable, os.path.join(tiny_runs.REPO, "tests", "entry_driver.py"),
-                           str(root / "cases.json"), str(root / "results.json")], capture_output=True, text=True,
-                          cwd=root, timeout=600, env=dict(os.environ, PYTHONPATH=tiny_runs.REPO))
-  assert driver.returncode == 0, driver.stderr[-3000:]
-  ran = json.loads((root / "results.json").read_text())
+  ran = tiny_runs.drive("run_flow", {name: common + [f"--exp_name={name}", f"--export_dir={root / f'export_{name}'}"]
+                                      + extra for name, extra in CASES.items()}, root)
   for name, result in ran.items():
     assert result["returncode"] == 0, (name, result["stderr"][-3000:])
   embedder = SentenceEmbedder(loaders.load_model(model_dir), POOLING, max_seq_length=16)

@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -42,19 +41,6 @@ def _run_until(script, args, cwd, marker, log, timeout=300):
     if process.poll() is None:
       process.kill()
       process.wait()
-
-
-def _drive(script, cases, cwd):
-  """{name: {"returncode", "stdout", "stderr"}} of `cases` ({name: args}, run in this order) in one
-  tests/entry_driver.py process."""
-  cases_file, results_file = cwd / f"{script}_cases.json", cwd / f"{script}_results.json"
-  cases_file.write_text(json.dumps({"script": script, "cases": {name: {"args": args, "cwd": str(cwd)}
-                                                                for name, args in cases.items()}}))
-  driver = subprocess.run([sys.executable, os.path.join(tiny_runs.REPO, "tests", "entry_driver.py"),
-                           str(cases_file), str(results_file)], capture_output=True, text=True, cwd=cwd,
-                          timeout=600, env=dict(os.environ, PYTHONPATH=tiny_runs.REPO))
-  assert driver.returncode == 0, driver.stderr[-3000:]
-  return json.loads(results_file.read_text())
 
 
 def _exists(folder, pattern):
@@ -93,7 +79,8 @@ def test_run_flow_killed_while_embedding_fitting_and_exporting_resumes_to_the_sa
   after_kill_3 = json.loads((out / "results.json").read_text())
   assert not (export / "text" / "1").exists() and not (export / "export_info.json").exists()
   # 4. The rerun completes: the cached vectors, the fitted flow, and a complete export. Then the uninterrupted run.
-  runs = _drive("run_flow", {"final": run_args, "reference": args + [f"--output_parent_dir={root / 'ref'}"]}, root)
+  runs = tiny_runs.drive("run_flow", {"final": run_args,
+                                      "reference": args + [f"--output_parent_dir={root / 'ref'}"]}, root)
   final, reference = runs["final"], runs["reference"]
   assert final["returncode"] == 0, final["stderr"][-3000:]
   assert reference["returncode"] == 0, reference["stderr"][-3000:]
@@ -118,8 +105,8 @@ def test_run_siamese_killed_mid_training_resumes_to_the_same_results(tmp_path):
   assert _run_until("run_siamese", run_args, tmp_path, _exists(out / "checkpoints", "checkpoint"),
                     tmp_path / "killed.log")
   assert not (out / "eval_results.json").exists()  # killed after step 2 of 12
-  runs = _drive("run_siamese", {"final": run_args, "reference": args + [f"--output_dir={tmp_path / 'ref'}"]},
-                tmp_path)
+  runs = tiny_runs.drive("run_siamese", {"final": run_args,
+                                         "reference": args + [f"--output_dir={tmp_path / 'ref'}"]}, tmp_path)
   final, reference = runs["final"], runs["reference"]
   assert final["returncode"] == 0, final["stderr"][-3000:]
   assert reference["returncode"] == 0, reference["stderr"][-3000:]

@@ -52,3 +52,16 @@ def run(script, args, cwd, timeout=600):
 def messages(stderr):
   """The lines of stderr that are not log lines (see _LOG_LINE)."""
   return [line for line in stderr.splitlines() if line.strip() and not _LOG_LINE.match(line)]
+
+
+def drive(script, cases, cwd):
+  """{name: {"returncode", "stdout", "stderr"}} of `cases` ({name: args}, run in this order), each command line of
+  entry point `script` run by one tests/entry_driver.py process in the folder `cwd` (a pathlib.Path)."""
+  cases_file, results_file = cwd / f"{script}_cases.json", cwd / f"{script}_results.json"
+  cases_file.write_text(json.dumps({"script": script, "cases": {name: {"args": list(args), "cwd": str(cwd)}
+                                                                for name, args in cases.items()}}))
+  driver = subprocess.run([sys.executable, os.path.join(REPO, "tests", "entry_driver.py"), str(cases_file),
+                           str(results_file)], capture_output=True, text=True, cwd=cwd, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=REPO))
+  assert driver.returncode == 0, driver.stderr[-3000:]
+  return json.loads(results_file.read_text())

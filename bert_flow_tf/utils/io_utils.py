@@ -3,6 +3,7 @@ import codecs
 import contextlib
 import errno
 import os
+import shutil
 import tempfile
 
 from bert_flow_tf.utils import errors
@@ -71,6 +72,29 @@ def atomic_path(path):
   finally:
     if os.path.exists(tmp):
       os.remove(tmp)
+
+
+@contextlib.contextmanager
+def atomic_dir(path):
+  """Yields a temporary directory beside the directory `path`; puts it in place of `path` only if the block
+  succeeds (an existing `path` is moved aside, swapped out, then deleted). A process killed inside the block leaves
+  at most a hidden `.tmp-*` directory beside `path`, never a partial `path`.
+  """
+  parent = os.path.dirname(os.path.abspath(path))
+  os.makedirs(parent, exist_ok=True)
+  tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-")
+  try:
+    yield tmp
+    if os.path.exists(path):
+      old = tmp + "-old"
+      os.replace(path, old)
+      os.replace(tmp, path)
+      shutil.rmtree(old)
+    else:
+      os.replace(tmp, path)
+  finally:
+    if os.path.exists(tmp):
+      shutil.rmtree(tmp)
 
 
 def write_text(path, text):
