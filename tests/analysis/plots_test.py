@@ -36,7 +36,7 @@ def test_figure2_is_a_png_with_one_panel_per_similarity_and_the_table6_numbers(t
   for panel in np.array_split(image, 3, axis=1):
     r, g, b = panel[..., 0], panel[..., 1], panel[..., 2]
     assert np.sum((b > r + 0.2) & (b > g + 0.05)) > 20 and np.sum((g > r + 0.1) & (g > b + 0.1)) > 20
-  distances = [_word_levenshtein(a.split(), b.split()) for a, b in PAIRS]
+  distances = [word_levenshtein(a.split(), b.split()) for a, b in PAIRS]
   assert rhos.keys() == sims.keys()
   for name, s in sims.items():
     assert rhos[name] == pytest.approx(100 * scipy.stats.spearmanr(s, distances)[0], abs=1e-9)
@@ -65,7 +65,7 @@ def _rgb(path):
   return matplotlib.image.imread(str(path))[..., :3]
 
 
-def _word_levenshtein(x, y):
+def word_levenshtein(x, y):
   """Insertions, deletions and substitutions of words turning x into y (the textbook DP, one row at a time)."""
   row = list(range(len(y) + 1))
   for i, word in enumerate(x, start=1):

@@ -8,6 +8,7 @@ import scipy.stats
 from bert_flow_tf.analysis import report
 from bert_flow_tf.experiment import Experiment, ExperimentConfig
 from tests.analysis.plots_test import png_size
+from tests.analysis.plots_test import word_levenshtein
 from tests.embedding.tiny_model import tiny_model
 
 WORDS = ["a", "man", "dog", "runs", "plays", "the", "guitar", "."]
@@ -53,15 +54,5 @@ def test_an_experiment_with_the_analysis_writes_every_file(tmp_path):
   # Table 6's "none" row from scratch: cosine of the stored vectors against a word-level Levenshtein distance.
   a, b = np.split(experiment.store.vectors([*dev.sentences_a, *dev.sentences_b], experiment.embedder.pooling), 2)
   cosine = np.sum(a * b, 1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-  distances = [_word_levenshtein(x.split(), y.split()) for x, y in zip(dev.sentences_a, dev.sentences_b)]
+  distances = [word_levenshtein(x.split(), y.split()) for x, y in zip(dev.sentences_a, dev.sentences_b)]
   assert experiment.lexical["none"] == pytest.approx(100 * scipy.stats.spearmanr(cosine, distances)[0], abs=1e-4)
-
-
-def _word_levenshtein(x, y):
-  """Insertions, deletions and substitutions of words turning x into y (the textbook DP, one row at a time)."""
-  row = list(range(len(y) + 1))
-  for i, word in enumerate(x, start=1):
-    previous, row[0] = row[:], i
-    for j, other in enumerate(y, start=1):
-      row[j] = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (word != other))
-  return row[-1]
