@@ -71,11 +71,12 @@ def stage_embed(args):
 def _pairs_in_memory(shards):
   """CachedPairs of the stream's pairing (consecutive rows of each shard), every vector in memory."""
   import numpy as np  # pylint: disable=g-import-not-at-top
-  from bert_flow_tf.calibration import fit_flow, store_stream  # pylint: disable=g-import-not-at-top
+  from bert_flow_tf.calibration import fit_flow  # pylint: disable=g-import-not-at-top
+  from bert_flow_tf.data import pairs as pairs_lib  # pylint: disable=g-import-not-at-top
   a, b = [], []
   for i in range(len(shards)):
     x = shards.read(i)
-    rows_a, rows_b = store_stream.shard_pairs(len(x))
+    rows_a, rows_b = pairs_lib.consecutive_pairs(len(x))
     a.append(x[rows_a])
     b.append(x[rows_b])
   return fit_flow.CachedPairs(np.concatenate(a), np.concatenate(b))

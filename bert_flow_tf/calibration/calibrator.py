@@ -21,6 +21,7 @@ import glow
 from bert_flow_tf import evaluation
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.calibration import fit_flow as fit_flow_lib
+from bert_flow_tf.data import pairs as pairs_lib
 
 FLOW = "flow"
 BASELINE_FILE = "baseline.npz"
@@ -100,21 +101,12 @@ class BaselineCalibration:
     self.baseline.save(os.path.join(folder, BASELINE_FILE))
 
 
-def pairs_of_rows(x):
-  """The flow's pairs from rows, as run_flow.py pairs the lines of a sentences file: rows 0 and 1, 2 and 3, ...;
-  an odd last row is paired with the first. x: [N, D]. Returns (a, b), each [ceil(N / 2), D]."""
-  a, b = x[0::2], x[1::2]
-  if len(a) > len(b):
-    b = np.concatenate([b, x[:1]])
-  return a, b
-
-
 def fit(method, x, flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3, num_train_epochs=1.0, batch_size=32,
         seed=1234, init="original"):
   """Fits a calibration on sentence vectors.
 
   The flow is fitted by maximum likelihood with the paper's target-setting schedule by default (constant Adam
-  1e-3, 1 epoch, `batch_size` pairs of consecutive rows per step: `pairs_of_rows`), in a temporary folder. The
+  1e-3, 1 epoch, `batch_size` pairs of consecutive rows per step: `data.pairs.consecutive_pairs`), in a temporary folder. The
   isotropy of x is logged first, with a caution when x is already close to isotropic (a flow may then lower
   similarity quality).
 
@@ -149,7 +141,8 @@ def fit(method, x, flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3, num_trai
   config = fit_flow_lib.FlowFitConfig(flow_model_config=flow_config, init=init, learning_rate=learning_rate,
                                       num_train_epochs=num_train_epochs, batch_size=batch_size, seed=seed)
   with tempfile.TemporaryDirectory(prefix="bert-flow-") as tmp:
-    flow, summary = fit_flow_lib.fit_flow(fit_flow_lib.CachedPairs(*pairs_of_rows(x)), config, tmp)
+    rows_a, rows_b = pairs_lib.consecutive_pairs(len(x))
+    flow, summary = fit_flow_lib.fit_flow(fit_flow_lib.CachedPairs(x[rows_a], x[rows_b]), config, tmp)
   return FlowCalibration(flow, config, summary)
 
 

@@ -5,8 +5,8 @@ where they fit. Here a pooling's vectors are read one store shard at a time (`St
 a few shards plus a shuffle buffer whatever the number of sentences:
 
   StreamedPairs   the flow's pairs through tf.data: shards in a seeded order per epoch, interleaved, rows paired
-                  within their shard (rows 2i and 2i+1; an odd last row with the shard's first, as
-                  `data.custom` pairs consecutive lines), shuffled across shards in a buffer, batched. The pair
+                  within their shard (`data.pairs.consecutive_pairs`: rows 2i and 2i+1, an odd last row with
+                  the shard's first, as a sentences file's lines pair up), shuffled across shards in a buffer, batched. The pair
                   loss and step count are fit_flow's (num_pairs / batch_size * epochs, a partial batch carried on).
   fit_whitening   BERT-whitening's mean and covariance merged shard by shard (Chan et al.'s pairwise update), the
                   same SVD and floor as `baselines.Whitening`.
@@ -24,6 +24,7 @@ import tensorflow as tf
 
 import glow
 from bert_flow_tf.calibration import baselines
+from bert_flow_tf.data import pairs as pairs_lib
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.utils import tf_data
 
@@ -70,12 +71,6 @@ class StoreShards:
     return np.asarray(pooling_lib.combine(self.pooling, values), np.float32)
 
 
-def shard_pairs(k):
-  """(rows_a, rows_b) int64 [ceil(k / 2)]: rows 2i with 2i+1, an odd last row with row 0."""
-  rows_a = np.arange(0, k, 2)
-  return rows_a, np.where(rows_a + 1 < k, rows_a + 1, 0)
-
-
 class StreamedPairs:
   """fit_flow's pairs, streamed from the store (see the module notes). Fits on one device, as CachedPairs.
 
@@ -95,7 +90,7 @@ class StreamedPairs:
       raise ValueError(f"shuffle_buffer {shuffle_buffer} and cycle_length {cycle_length} must be >= 1")
     self.shards, self.shuffle_buffer, self.cycle_length = shards, shuffle_buffer, cycle_length
     self.dim = shards.dim
-    self.num_pairs = int(sum(len(shard_pairs(k)[0]) for k in shards.rows))
+    self.num_pairs = int(sum(len(pairs_lib.consecutive_pairs(k)[0]) for k in shards.rows))
     self.strategy = tf.distribute.get_strategy()
     self._batch_size = self._seed = None
     self._iterator, self._next_step = None, None
@@ -105,7 +100,7 @@ class StreamedPairs:
 
   def _shard_pairs(self, index):
     vectors = self.shards.read(int(index))
-    rows_a, rows_b = shard_pairs(len(vectors))
+    rows_a, rows_b = pairs_lib.consecutive_pairs(len(vectors))
     ids = int(index) * (1 << 32) + rows_a                        # pair id: (shard, row a)
     return vectors[rows_a], vectors[rows_b], ids.astype(np.int64)
 

@@ -81,13 +81,10 @@ def _read_pairs(path, rows, name, min_fields):
 
 def _pair_lines(rows, name):
   """A PairSet of consecutive lines (1 with 2, 3 with 4, ...; an odd last one with the first); labels NaN."""
-  a, b = [], []
-  for _, line in rows:
-    (a if len(a) == len(b) else b).append(line)
-  if len(a) > len(b):
-    b.append(a[0])
-  return pairs_lib.PairSet(name=name, sentences_a=tuple(a), sentences_b=tuple(b),
-                           labels=np.full(len(a), np.nan))
+  lines = [line for _, line in rows]
+  rows_a, rows_b = pairs_lib.consecutive_pairs(len(lines))
+  return pairs_lib.PairSet(name=name, sentences_a=tuple(lines[i] for i in rows_a),
+                           sentences_b=tuple(lines[i] for i in rows_b), labels=np.full(len(rows_a), np.nan))
 
 
 def _first_row(path, rows):

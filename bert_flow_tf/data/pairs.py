@@ -13,6 +13,13 @@ from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 
 
+def consecutive_pairs(n):
+  """How n rows (lines, vectors) pair up when nothing else says: row 2i with row 2i + 1, an odd last row with row 0,
+  so each row is in one pair. Returns (rows_a, rows_b), int64 [ceil(n / 2)] each."""
+  rows_a = np.arange(0, n, 2)
+  return rows_a, np.where(rows_a + 1 < n, rows_a + 1, 0)
+
+
 @dataclasses.dataclass(frozen=True)
 class PairSet:
   """One labelled set of sentence pairs (a split, or one subset of an STS year).

@@ -8,6 +8,7 @@ import pytest
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.calibration import fit_flow
 from bert_flow_tf.calibration import store_stream
+from bert_flow_tf.data import pairs as pairs_lib
 from bert_flow_tf.embedding import store as store_lib
 from bert_flow_tf.modeling import pooling as pooling_lib
 
@@ -34,9 +35,9 @@ def shards(tmp_path):
 
 
 def test_pairs_are_consecutive_rows_of_a_shard_and_an_odd_last_row_goes_with_the_first():
-  np.testing.assert_array_equal(store_stream.shard_pairs(5)[0], [0, 2, 4])
-  np.testing.assert_array_equal(store_stream.shard_pairs(5)[1], [1, 3, 0])
-  np.testing.assert_array_equal(store_stream.shard_pairs(4)[1], [1, 3])
+  np.testing.assert_array_equal(pairs_lib.consecutive_pairs(5)[0], [0, 2, 4])
+  np.testing.assert_array_equal(pairs_lib.consecutive_pairs(5)[1], [1, 3, 0])
+  np.testing.assert_array_equal(pairs_lib.consecutive_pairs(4)[1], [1, 3])
 
 
 def test_an_epoch_of_the_stream_sees_every_pair_once_mixed_across_shards(shards):
@@ -63,7 +64,7 @@ def test_streamed_flow_fit_equals_the_in_memory_fit_on_the_same_order_of_pairs(s
   ids = streamed.pair_ids(num_steps, config.batch_size, config.seed).ravel()
   vectors = [shards.read(i) for i in range(len(shards))]
   a = np.stack([vectors[i >> 32][i & 0xFFFFFFFF] for i in ids])
-  b = np.stack([vectors[i >> 32][store_stream.shard_pairs(len(vectors[i >> 32]))[1][(i & 0xFFFFFFFF) // 2]]
+  b = np.stack([vectors[i >> 32][pairs_lib.consecutive_pairs(len(vectors[i >> 32]))[1][(i & 0xFFFFFFFF) // 2]]
                 for i in ids])
   order = fit_flow.order_lib.batch_order(len(streamed), config.batch_size, num_steps, config.seed).ravel()
   rows_a, rows_b = np.zeros([len(streamed), shards.dim], np.float32), np.zeros([len(streamed), shards.dim],
