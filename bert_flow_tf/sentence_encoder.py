@@ -24,6 +24,7 @@ another fingerprint.
 
 Legend: n, m = sentences, D = the (calibrated) embedding width.
 """
+import functools
 import hashlib
 import json
 import os
@@ -87,7 +88,6 @@ class SentenceEncoder(search.SearchMixin):
     self.embedder = embedder
     self.batch_size = batch_size
     self.store = EmbeddingStore(embedder, root=cache_dir, batch_size=batch_size)
-    self.fingerprint = fingerprint(embedder)
     self.calibration = None
     if calibration is not None:
       self._set_calibration(calibration)
@@ -115,6 +115,11 @@ class SentenceEncoder(search.SearchMixin):
     else:
       model = loaders.load_model(model, **load_kwargs)
     return cls(SentenceEmbedder(model, pooling, max_seq_length), batch_size=batch_size, cache_dir=cache_dir)
+
+  @functools.cached_property
+  def fingerprint(self):
+    """str, see the module notes; hashed on first use (save, load, describe), not when the encoder is made."""
+    return fingerprint(self.embedder)
 
   @property
   def dim(self):
