@@ -13,12 +13,13 @@ On disk (`root` given):
                                             vectors: float32 [k, H]
 
 The model key hashes the model's files (names, sizes, modification times), the vocabulary, do_lower_case and
-max_seq_length. Shards are written atomically, one per quantity for every `shard_size` newly encoded sentences, so
-a killed run keeps what it finished and a rerun encodes only the rest. A shard is named by a hash of its keys
-(`shard_name`), so the shards of one batch of sentences have the same name in every quantity's folder and a
-writer that repeats itself (a retried Beam bundle, `bert_flow_tf/beam/`) replaces a shard instead of adding one. A shard that cannot be read, has the wrong
-width or holds NaN/inf is reported, deleted and its sentences encoded again. Storage grows with what was asked,
-not with the model's depth: one quantity of 1M sentences is 1M x H x 4 bytes (BERT-base: 3 GB).
+max_seq_length. Shards are written atomically, one per quantity for every `shard_size` newly encoded sentences, so a
+killed run keeps what it finished and a rerun encodes only the rest. A shard is named by a hash of its keys
+(`shard_name`), so the shards of one batch of sentences have the same name in every quantity's folder and a writer
+that repeats itself (a retried Beam bundle, `bert_flow_tf/beam/`) replaces a shard instead of adding one. A shard
+that cannot be read, has the wrong width or holds NaN/inf is reported, deleted and its sentences encoded again.
+Storage grows with what was asked, not with the model's depth: one quantity of 1M sentences is 1M x H x 4 bytes
+(BERT-base: 3 GB).
 
 Without `root` the store keeps its shards in memory for the life of the object (the same lookups, no files).
 """
