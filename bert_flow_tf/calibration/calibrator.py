@@ -105,10 +105,10 @@ def fit(method, x, flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3, num_trai
         seed=1234, init="original"):
   """Fits a calibration on sentence vectors.
 
-  The flow is fitted by maximum likelihood with the paper's target-setting schedule by default (constant Adam
-  1e-3, 1 epoch, `batch_size` pairs of consecutive rows per step: `data.pairs.consecutive_pairs`), in a
-  temporary folder. The isotropy of x is logged first, with a caution when x is already close to isotropic (a flow may then lower
-  similarity quality).
+  The flow is fitted by maximum likelihood with the paper's target-setting schedule by default (constant Adam 1e-3, 1
+  epoch, `batch_size` pairs of consecutive rows per step: `data.pairs.consecutive_pairs`), in a temporary folder. The
+  isotropy of x is logged first, with a caution when x is already close to isotropic (a flow may then lower similarity
+  quality).
 
   Args:
     method: str, one of "flow", "whitening", "whitening-K", "sn", "natsv-K", "sn+natsv-K".
