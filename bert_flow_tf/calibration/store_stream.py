@@ -7,7 +7,8 @@ a few shards plus a shuffle buffer whatever the number of sentences:
   StreamedPairs   the flow's pairs through tf.data: shards in a seeded order per epoch, interleaved, rows paired
                   within their shard (`data.pairs.consecutive_pairs`: rows 2i and 2i+1, an odd last row with
                   the shard's first, as a sentences file's lines pair up), shuffled across shards in a buffer,
-                  batched. The pair loss and step count are fit_flow's (num_pairs / batch_size * epochs, a partial batch carried on).
+                  batched. The pair loss and step count are fit_flow's (num_pairs / batch_size * epochs, a
+                  partial batch carried on).
   fit_whitening   BERT-whitening's mean and covariance merged shard by shard (Chan et al.'s pairwise update), the
                   same SVD and floor as `baselines.Whitening`.
 
