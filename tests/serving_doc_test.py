@@ -143,26 +143,31 @@ class _RestFront:
         self.end_headers()
         self.wfile.write(data)
 
-      def do_GET(self):  # pylint: disable=invalid-name
-        front.requests.append(("GET", self.path))
-        match = re.fullmatch(r"/v1/models/([^/:]+)", self.path)
+      def _model(self, method, route):
+        """The model name that `route` matches in this request's path, or None after a 404 reply."""
+        front.requests.append((method, self.path))
+        match = re.fullmatch(route, self.path)
         if not match or match[1] not in models:
           self._reply(404, {"error": f"Servable not found for request: {self.path}"})
+          return None
+        return match[1]
+
+      def do_GET(self):  # pylint: disable=invalid-name
+        name = self._model("GET", r"/v1/models/([^/:]+)")
+        if name is None:
           return
-        state = "AVAILABLE" if match[1] in status_seen else "LOADING"
-        status_seen.add(match[1])
+        state = "AVAILABLE" if name in status_seen else "LOADING"
+        status_seen.add(name)
         self._reply(200, {"model_version_status": [{"version": "1", "state": state,
                                                     "status": {"error_code": "OK", "error_message": ""}}]})
 
       def do_POST(self):  # pylint: disable=invalid-name
-        front.requests.append(("POST", self.path))
-        match = re.fullmatch(r"/v1/models/([^/:]+)(?:/versions/1)?:predict", self.path)
-        if not match or match[1] not in models:
-          self._reply(404, {"error": f"Servable not found for request: {self.path}"})
+        name = self._model("POST", r"/v1/models/([^/:]+)(?:/versions/1)?:predict")
+        if name is None:
           return
         try:
           body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-          self._reply(200, _rest_predict(models[match[1]], body))
+          self._reply(200, _rest_predict(models[name], body))
         except (ValueError, KeyError, TypeError, tf.errors.OpError) as e:
           self._reply(400, {"error": str(e)})
 

@@ -47,6 +47,14 @@ def _exists(folder, pattern):
   return lambda: any(folder.glob(pattern))
 
 
+def _rerun_and_reference(script, rerun_args, reference_args, cwd):
+  """Runs the killed run's rerun and an uninterrupted reference in one process; both must succeed."""
+  runs = tiny_runs.drive(script, {"final": rerun_args, "reference": reference_args}, cwd)
+  for run in runs.values():
+    assert run["returncode"] == 0, run["stderr"][-3000:]
+  return runs["final"], runs["reference"]
+
+
 @pytest.fixture(scope="module")
 def flow_setup(tmp_path_factory, data_dir):
   root = tmp_path_factory.mktemp("sigkill_flow")
@@ -79,11 +87,7 @@ def test_run_flow_killed_while_embedding_fitting_and_exporting_resumes_to_the_sa
   after_kill_3 = json.loads((out / "results.json").read_text())
   assert not (export / "text" / "1").exists() and not (export / "export_info.json").exists()
   # 4. The rerun completes: the cached vectors, the fitted flow, and a complete export. Then the uninterrupted run.
-  runs = tiny_runs.drive("run_flow", {"final": run_args,
-                                      "reference": args + [f"--output_parent_dir={root / 'ref'}"]}, root)
-  final, reference = runs["final"], runs["reference"]
-  assert final["returncode"] == 0, final["stderr"][-3000:]
-  assert reference["returncode"] == 0, reference["stderr"][-3000:]
+  final, reference = _rerun_and_reference("run_flow", run_args, args + [f"--output_parent_dir={root / 'ref'}"], root)
   assert "already fitted" in final["stderr"] and "already fitted" not in reference["stderr"]
   expected = json.loads((root / "ref" / "k" / "results.json").read_text())
   assert after_kill_3 == expected
@@ -105,11 +109,8 @@ def test_run_siamese_killed_mid_training_resumes_to_the_same_results(tmp_path):
   assert _run_until("run_siamese", run_args, tmp_path, _exists(out / "checkpoints", "checkpoint"),
                     tmp_path / "killed.log")
   assert not (out / "eval_results.json").exists()  # killed after step 2 of 12
-  runs = tiny_runs.drive("run_siamese", {"final": run_args,
-                                         "reference": args + [f"--output_dir={tmp_path / 'ref'}"]}, tmp_path)
-  final, reference = runs["final"], runs["reference"]
-  assert final["returncode"] == 0, final["stderr"][-3000:]
-  assert reference["returncode"] == 0, reference["stderr"][-3000:]
+  final, reference = _rerun_and_reference("run_siamese", run_args, args + [f"--output_dir={tmp_path / 'ref'}"],
+                                          tmp_path)
   assert "restored" in final["stderr"] and "restored" not in reference["stderr"]
   for name in ("eval_results.json", "test_results.tsv"):
     assert (out / name).read_text() == (tmp_path / "ref" / name).read_text(), name
