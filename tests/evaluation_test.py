@@ -1,4 +1,4 @@
-"""Metrics against scipy and hand computations; aggregation; isotropy; edit distance; result writers."""
+"""Cosine, metrics against scipy and hand computations; aggregation; isotropy; edit distance; score writers."""
 import json
 import os
 import subprocess
@@ -28,6 +28,12 @@ def test_cosine_rowwise_and_zero_row():
   a = np.array([[1., 0.], [1., 1.], [0., 0.]])
   b = np.array([[0., 1.], [2., 2.], [1., 0.]])
   np.testing.assert_allclose(search.cosine(a, b), [0., 1., 0.], atol=1e-12)
+  # The matrix cosine (float32) shares the normalisation: its diagonal is the row-wise one.
+  rng = np.random.default_rng(0)
+  x, y = rng.normal(size=(5, 8)), rng.normal(size=(5, 8))
+  x[2] = 0.
+  np.testing.assert_allclose(np.diag(search.cos_sim(x, y)), search.cosine(x, y), atol=1e-6)
+  assert search.cos_sim(x, y).dtype == np.float32 and search.cosine(x, y).dtype == np.float64
 
 
 def test_correlations_match_scipy():
