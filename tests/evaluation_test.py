@@ -88,7 +88,8 @@ def test_describe_isotropy_cautions_only_near_isotropic_spaces():
   assert near and "already close to isotropic" in line and "(1000 vectors)" in line
   assert iso == isotropy_lib.isotropy(sphere[np.random.default_rng(0).choice(3000, 1000, replace=False)])
   _, line, near = isotropy_lib.describe_isotropy(sphere * 0.1 + 3., "a cone")
-  assert not near and "already close" not in line and f"{isotropy_lib.isotropy(sphere * 0.1 + 3.)['mean_cosine']:.3f}" in line
+  cone_cosine = isotropy_lib.isotropy(sphere * 0.1 + 3.)["mean_cosine"]
+  assert not near and "already close" not in line and f"{cone_cosine:.3f}" in line
 
 
 def test_calibration_warnings_name_each_calibration_below_none():
