@@ -5,7 +5,7 @@ The Python API (README: Python API):
                     semantic_search, save/load, export (bert_flow_tf/sentence_encoder.py)
   ExportedEncoder   the same encode, similarity and search from an export's SavedModels alone
                     (bert_flow_tf/exported_encoder.py)
-  cos_sim, semantic_search   on vectors (bert_flow_tf/search.py); isotropy (bert_flow_tf/evaluation.py)
+  cos_sim, semantic_search   on vectors (bert_flow_tf/search.py); isotropy (bert_flow_tf/evaluation/isotropy.py)
 
 Everything here is built on Keras 2, imported by name (`import tf_keras`); importing the package leaves the
 caller's `tf.keras` alone. The commands (bert_flow_tf/cli/, bert_flow_tf/encode.py) own their process and set
@@ -17,7 +17,7 @@ import importlib
 # only) stays light.
 _PUBLIC = {"SentenceEncoder": "bert_flow_tf.sentence_encoder", "ExportedEncoder": "bert_flow_tf.exported_encoder",
            "cos_sim": "bert_flow_tf.search", "semantic_search": "bert_flow_tf.search",
-           "isotropy": "bert_flow_tf.evaluation"}
+           "isotropy": "bert_flow_tf.evaluation.isotropy"}
 __all__ = sorted(_PUBLIC)
 
 

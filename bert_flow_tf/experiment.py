@@ -1,41 +1,52 @@
-"""One BERT-flow experiment: embed, fit calibrations, evaluate, write the tables (and export).
+"""One BERT-flow experiment: embed, fit calibrations, evaluate; the orchestration only.
 
 For each evaluation dataset the sentence vectors are scored as they are ("none"), through a flow fitted on that
 dataset's own sentences ("target") and/or one flow fitted on NLI sentences ("nli"), and through the unsupervised
-baselines fitted on the same target sentences as the flow. A user's own files (`config.custom`, see
+baselines fitted on the same target sentences as the flow. A user's own files (`spec.custom`, see
 bert_flow_tf/data/custom.py) go the same way as one more dataset, "custom": calibrations fitted on the training
 file, scored on the evaluation file, with a warning for each calibration that lowers the score. Before a target
 fit, the isotropy of the fit sentences' vectors is logged (and kept in isotropy.json as "fit sentences").
-Outputs in `output_dir`: results.json, results.md, isotropy.json, timings.json, flows/<fit_on>-<dataset>/
-(checkpoints, flow.json, TensorBoard events), baselines/target-custom-<name>.npz (own data only).
+
+Every calibration is a calibration.calibrator one (FlowCalibration, BaselineCalibration), as SentenceEncoder's.
+What the run reports goes out as a plain reporting.record.ExperimentRecord: bert_flow_tf/reporting/ renders and
+writes it, analysis/report.py draws from the evaluated vectors.
+Outputs in `output_dir`: results.json, results.md, isotropy.json, timings.json (reporting/files.py),
+flows/<fit_on>-<dataset>/ (checkpoints, flow.json, TensorBoard events), baselines/target-custom-<name>.npz (own
+data only).
+
+Legend: N = pairs (or sentences), D = the embedding width.
 """
-import contextlib
 import dataclasses
-import functools
-import json
 import os
-import time
 
 import numpy as np
 from absl import logging
 
-from bert_flow_tf.calibration import baselines
 from bert_flow_tf import data
-from bert_flow_tf import evaluation
+from bert_flow_tf import search
+from bert_flow_tf.calibration import baselines as baselines_lib
+from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import fit_flow as fit_flow_lib
-from bert_flow_tf.utils import errors
-from bert_flow_tf.utils import io_utils
-from bert_flow_tf.modeling import pooling as pooling_lib
-from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
+from bert_flow_tf.embedding.store import EmbeddingStore
+from bert_flow_tf.evaluation import isotropy as isotropy_lib
+from bert_flow_tf.evaluation import lexical
+from bert_flow_tf.evaluation import metrics
+from bert_flow_tf.evaluation import sts
+from bert_flow_tf.modeling import pooling as pooling_lib
+from bert_flow_tf.reporting import files
+from bert_flow_tf.reporting import scores as scores_lib
+from bert_flow_tf.reporting.record import ExperimentRecord
+from bert_flow_tf.utils import errors
+from bert_flow_tf.utils.timer import Timer
 
 NLI_TASK = "allnli"
-# Experiment.flows key of the flow fitted on NLI sentences; a target flow's key is ("target", dataset label).
+# Experiment.flows key of the flow fitted on NLI sentences; a target flow's key is ("target", dataset).
 NLI_FLOW = ("nli", "NLI")
 
 
 @dataclasses.dataclass(frozen=True)
-class ExperimentConfig:
+class ExperimentSpec:
   """Everything one run needs (run_flow.py builds it from flags).
 
   Attributes:
@@ -46,13 +57,13 @@ class ExperimentConfig:
     eval_tasks: tuple of bert_flow_tf.data.EVAL_TASKS names; may be empty when `custom` is given.
     custom: bert_flow_tf.data.custom.CustomData or None: the user's own training pairs and scored pairs,
       evaluated as the dataset "custom" after the eval_tasks (target flow and baselines fitted on its train).
-    fit_on: tuple of evaluation.FIT_ON ("target" / "nli"); empty for no flow.
+    fit_on: tuple of reporting.scores.FIT_ON ("target" / "nli"); empty for no flow.
     target_fit: FlowFitConfig of the target setting; nli_fit: of the NLI setting.
     flow_mode: "cached" or "faithful".
     use_full_for_training: bool, target sentences from train+dev+test (else train only).
     one_pass_full: bool, with use_full_for_training, take each distinct split once (STS12-16 have
       train = dev = test; the original saw each pair three times per epoch).
-    baselines: tuple of baseline names (bert_flow_tf.calibration.baselines.make_baseline), fitted on the target sentences.
+    baselines: tuple of baseline names (calibration.baselines.FORMS), fitted on the target sentences.
     lexical_analysis: bool, the Table 6 edit-distance correlations on STS-B (dev, as the paper).
     analysis: bool, also the paper's Table 1, Figure 2 (with Table 6), isotropy plots and TensorBoard projector
       files (bert_flow_tf/analysis/report.py; loads matplotlib and wordfreq only then).
@@ -91,12 +102,12 @@ class ExperimentConfig:
       if task not in data.EVAL_TASKS:
         raise ValueError(f"unknown evaluation task {task!r}; allowed: {', '.join(data.EVAL_TASKS)}")
     for where in self.fit_on:
-      if where not in evaluation.FIT_ON:
-        raise ValueError(f"unknown fit_on {where!r}; allowed: {', '.join(evaluation.FIT_ON)}")
+      if where not in scores_lib.FIT_ON:
+        raise ValueError(f"unknown fit_on {where!r}; allowed: {', '.join(scores_lib.FIT_ON)}")
     if self.flow_mode not in fit_flow_lib.MODES:
       raise ValueError(f"unknown flow_mode {self.flow_mode!r}; allowed: {', '.join(fit_flow_lib.MODES)}")
     for name in self.baselines:
-      baselines.make_baseline(name)
+      baselines_lib.check_name(name)
 
 
 def target_pairsets(task, use_full_for_training, one_pass_full):
@@ -110,54 +121,40 @@ def target_pairsets(task, use_full_for_training, one_pass_full):
   return sets
 
 
-class Timer:
-  """Wall seconds per named stage, summed over the stage's visits."""
-
-  def __init__(self):
-    self.seconds = {}
-
-  @contextlib.contextmanager
-  def stage(self, name):
-    start = time.perf_counter()
-    try:
-      yield
-    finally:
-      self.seconds[name] = self.seconds.get(name, 0.) + time.perf_counter() - start
-
-
 class Experiment:
-  """Runs an ExperimentConfig; `run()` returns the list of evaluation.Result.
+  """Runs an ExperimentSpec; `run()` returns its reporting.record.ExperimentRecord (and writes its files).
 
-  `flows` maps (fit_on, dataset label) -> the Glow fitted (or reused) in this run: ("target", "STS-B"), NLI_FLOW.
+  `flows` maps (fit_on, dataset) -> the FlowCalibration fitted (or reused) in this run: ("target", "STS-B"),
+  NLI_FLOW.
 
   Args:
-    config: ExperimentConfig.
+    spec: ExperimentSpec.
+    embedder: the SentenceEmbedder of spec's pooling; None makes one.
     store: an EmbeddingStore to share with other experiments on the same model (e.g. other poolings); None
-      makes one in `config.cache_dir`.
+      makes one in `spec.cache_dir`.
   """
 
-  def __init__(self, config, store=None):
-    self.config = config
-    self.embedder = SentenceEmbedder(config.model, config.sentence_embedding_type, config.max_seq_length,
-                                     strategy=config.strategy, static_shapes=config.static_shapes,
-                                     use_xla=config.use_xla)
-    self.store = store or EmbeddingStore(self.embedder, config.cache_dir, batch_size=config.batch_size)
+  def __init__(self, spec, embedder=None, store=None):
+    self.spec = spec
+    self.embedder = embedder or SentenceEmbedder(spec.model, spec.sentence_embedding_type, spec.max_seq_length,
+                                                 strategy=spec.strategy, static_shapes=spec.static_shapes,
+                                                 use_xla=spec.use_xla)
+    self.store = store or EmbeddingStore(self.embedder, spec.cache_dir, batch_size=spec.batch_size)
     self.timer = Timer()
     self._tasks = {}
     self.isotropy = {}
     self.warnings = []
-    self.lexical = {}
-    self.lexical_similarities = {}  # Table 6's similarities on STS-B dev: name -> [N]
-    self.lexical_pairs = None       # ... and that PairSet
     self.flows = {}
-    self.baselines = {}  # (dataset label, baseline name) -> the calibration fitted in this run
-    self.spaces = {}  # with config.analysis: dataset -> (sentences [N], {space: float32 [N, D]}), as evaluated
-    self.analysis_markdown = ""
+    self.baselines = {}  # (dataset, baseline name) -> the BaselineCalibration fitted in this run
+    self.edit_distance_rhos = {}    # Table 6: similarity name -> Spearman x 100 with the word edit distance
+    self.lexical_similarities = {}  # ... those similarities on STS-B dev: name -> [N]
+    self.lexical_pairs = None       # ... and that PairSet
+    self.spaces = {}  # with spec.analysis: dataset -> (sentences [N], {space: float32 [N, D]}), as evaluated
 
   # -- pieces ---------------------------------------------------------------------------------------------
   def _task(self, name):
     if name not in self._tasks:
-      self._tasks[name] = data.load_task(name, self.config.data_dir)
+      self._tasks[name] = data.load_task(name, self.spec.data_dir)
     return self._tasks[name]
 
   def _embed_pairs(self, pairs):
@@ -173,11 +170,11 @@ class Experiment:
   def _fit_vectors_stored(self):
     """Whether target fits read stored vectors (faithful flows embed their own sentences every step; baselines
     always fit on stored vectors)."""
-    return ("target" in self.config.fit_on and self.config.flow_mode == "cached") or bool(self.config.baselines)
+    return ("target" in self.spec.fit_on and self.spec.flow_mode == "cached") or bool(self.spec.baselines)
 
   def pairsets(self):
     """Every PairSet whose sentences this experiment embeds (evaluation sets, target and NLI fit sets)."""
-    c, pairsets = self.config, []
+    c, pairsets = self.spec, []
     for task_name in c.eval_tasks:
       task = self._task(task_name)
       pairsets += getattr(task, data.TASKS[task_name].eval_split)
@@ -192,208 +189,213 @@ class Experiment:
       pairsets += self._task(NLI_TASK).train
     return pairsets
 
-  def _fit(self, fit_on, label, pairsets, fit_config):
-    flow_dir = os.path.join(self.config.output_dir, "flows", f"{fit_on}-{label}")
-    provenance = {"model": self.config.model.source, "sentence_embedding_type": self.embedder.pooling.name,
-                  "max_seq_length": self.embedder.max_seq_length, "mode": self.config.flow_mode}
+  def _fit_flow(self, fit_on, dataset, pairsets, fit_config, vectors=None):
+    """The flow of (fit_on, dataset): reused from its folder when complete, else fitted. Every use of
+    calibration.fit_flow is here.
+
+    Args:
+      fit_on, dataset: str, name the folder flows/<fit_on>-<dataset>.
+      pairsets: the PairSets fitted on (faithful mode embeds their sentences every step).
+      fit_config: fit_flow.FlowFitConfig.
+      vectors: (a [N, D], b [N, D]) of `pairsets` from the store (cached mode), or None to look them up.
+
+    Returns:
+      calibrator.FlowCalibration.
+    """
+    flow_dir = os.path.join(self.spec.output_dir, "flows", f"{fit_on}-{dataset}")
+    provenance = {"model": self.spec.model.source, "sentence_embedding_type": self.embedder.pooling.name,
+                  "max_seq_length": self.embedder.max_seq_length, "mode": self.spec.flow_mode}
     if os.path.isfile(os.path.join(flow_dir, fit_flow_lib.FLOW_INFO)):
       try:
         info = fit_flow_lib.check_fitted_flow(flow_dir, fit=fit_config, provenance=provenance)
       except errors.UserError as e:
         raise errors.UserError(f"{e.what}; use another --exp_name or remove that directory", e.where) from e
       if info.get("complete"):
-        logging.info("flow %s-%s already fitted in %s; reusing it", fit_on, label, flow_dir)
-        return fit_flow_lib.load_fitted_flow(flow_dir)
-    if self.config.flow_mode == "cached":
-      pairs = fit_flow_lib.CachedPairs(*self._pairs_vectors(pairsets))
+        logging.info("flow %s-%s already fitted in %s; reusing it", fit_on, dataset, flow_dir)
+        return calibrator.FlowCalibration(fit_flow_lib.load_fitted_flow(flow_dir), fit_config, info)
+    if self.spec.flow_mode == "cached":
+      pairs = fit_flow_lib.CachedPairs(*(vectors or self._pairs_vectors(pairsets)))
     else:
       pairs = fit_flow_lib.FaithfulPairs(self.embedder, [s for p in pairsets for s in p.sentences_a],
                                          [s for p in pairsets for s in p.sentences_b])
     with self.timer.stage(f"fit flow ({fit_on})"):
-      flow, _ = fit_flow_lib.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{label}", provenance=provenance)
-    return flow
+      flow, summary = fit_flow_lib.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{dataset}",
+                                            provenance=provenance)
+    return calibrator.FlowCalibration(flow, fit_config, summary)
 
   def nli_flow(self):
     if NLI_FLOW not in self.flows:
-      task = self._task(NLI_TASK)
-      self.flows[NLI_FLOW] = self._fit(*NLI_FLOW, task.train, self.config.nli_fit)
+      self.flows[NLI_FLOW] = self._fit_flow(*NLI_FLOW, self._task(NLI_TASK).train, self.spec.nli_fit)
     return self.flows[NLI_FLOW]
 
   def _score(self, dataset, metric, subsets, vectors, method, fit_on):
-    """Results of one embedding space on one dataset. vectors: list of (a, b) per subset."""
-    sims = [evaluation.cosine(a, b) for a, b in vectors]
+    """Scores of one embedding space on one dataset. vectors: list of (a, b) per subset."""
+    sims = [search.cosine(a, b) for a, b in vectors]
     if metric == "auc":
-      labels = np.concatenate([s.labels for s in subsets])
-      return [evaluation.Result(dataset, method, fit_on, "auc", None,
-                                evaluation.auc_x100(np.concatenate(sims), labels))]
+      gold = np.concatenate([s.labels for s in subsets])
+      return [scores_lib.Score(dataset, method, fit_on, "auc", None, metrics.auc_x100(np.concatenate(sims), gold))]
     if len(subsets) == 1:
-      return [evaluation.Result(dataset, method, fit_on, "spearman", None,
-                                evaluation.spearman_x100(sims[0], subsets[0].labels))]
-    scores = evaluation.sts_scores(subsets, sims)
-    return [evaluation.Result(dataset, method, fit_on, "spearman", agg, scores[agg])
+      return [scores_lib.Score(dataset, method, fit_on, "spearman", None,
+                               metrics.spearman_x100(sims[0], subsets[0].labels))]
+    aggregated = sts.sts_scores(subsets, sims)
+    return [scores_lib.Score(dataset, method, fit_on, "spearman", agg, aggregated[agg])
             for agg in ("all", "mean", "wmean")]
 
-  def _diagnose(self, dataset, label, vectors):
+  def _diagnose(self, dataset, space, vectors):
     both = np.concatenate([np.concatenate([a, b]) for a, b in vectors])
-    self.isotropy.setdefault(dataset, {})[label] = evaluation.isotropy(both)
-    if self.config.analysis:
-      self.spaces[dataset][1][label] = both.astype(np.float32)
+    self.isotropy.setdefault(dataset, {})[space] = isotropy_lib.isotropy(both)
+    if self.spec.analysis:
+      self.spaces[dataset][1][space] = both.astype(np.float32)
 
-  def _report_isotropy(self, dataset, fit_sets):
+  def _report_isotropy(self, dataset, fit_vectors):
     """Logs (and keeps in isotropy.json) the isotropy of the fit sentences' vectors, before fitting."""
-    iso, line, near = evaluation.describe_isotropy(
-        np.concatenate(self._pairs_vectors(fit_sets)),
-        f"the {dataset} fit sentences, {self.embedder.pooling.name}")
+    iso, line, near = isotropy_lib.describe_isotropy(
+        np.concatenate(fit_vectors), f"the {dataset} fit sentences, {self.embedder.pooling.name}")
     self.isotropy.setdefault(dataset, {})["fit sentences"] = iso
     (logging.warning if near else logging.info)("%s", line)
 
   def _calibrations(self, dataset, fit_sets):
-    """Fits every asked calibration of one dataset: list of (method, fit_on, transform [N, D] -> [N, D'])."""
-    c, out = self.config, []
-    if fit_sets and self._fit_vectors_stored():
-      self._report_isotropy(dataset, fit_sets)
+    """Fits every asked calibration of one dataset: list of (method, fit_on, calibrator calibration)."""
+    c, out = self.spec, []
+    fit_vectors = self._pairs_vectors(fit_sets) if fit_sets and self._fit_vectors_stored() else None  # (a, b)
+    if fit_vectors is not None:
+      self._report_isotropy(dataset, fit_vectors)
     if "target" in c.fit_on:
-      flow = self._fit("target", dataset, fit_sets, c.target_fit)
+      flow = self._fit_flow("target", dataset, fit_sets, c.target_fit, fit_vectors)
       self.flows[("target", dataset)] = flow
-      out.append(("flow", "target", functools.partial(fit_flow_lib.transform, flow)))
+      out.append((scores_lib.FLOW, "target", flow))
     if "nli" in c.fit_on:
-      out.append(("flow", "nli", functools.partial(fit_flow_lib.transform, self.nli_flow())))
+      out.append((scores_lib.FLOW, "nli", self.nli_flow()))
     if c.baselines:
-      fit_x = np.concatenate(self._pairs_vectors(fit_sets))
+      fit_x = np.concatenate(fit_vectors)
       with self.timer.stage("fit baselines"):
         for name in c.baselines:
-          calibration = baselines.make_baseline(name).fit(fit_x)
-          self.baselines[(dataset, calibration.name)] = calibration
-          out.append((calibration.name, "target", calibration.transform))
+          calibration = calibrator.fit(name, fit_x)
+          self.baselines[(dataset, calibration.method)] = calibration
+          out.append((calibration.method, "target", calibration))
     return out
 
   def _evaluate(self, dataset, metric, subsets, calibrations):
-    """Scores the raw vectors of `subsets` and each calibration of them. Returns a list of Result."""
+    """Scores the raw vectors of `subsets` and each calibration of them (in float64). Returns a list of Score."""
     raw = [self._embed_pairs(s) for s in subsets]
-    spaces = [("none", None, raw)] + [(method, fit_on, [(transform(a), transform(b)) for a, b in raw])
-                                      for method, fit_on, transform in calibrations]
-    results = []
-    if self.config.analysis:
+    spaces = [(scores_lib.UNCALIBRATED, None, raw)] + [
+        (method, fit_on, [(calibration.transform(a, np.float64), calibration.transform(b, np.float64))
+                          for a, b in raw])
+        for method, fit_on, calibration in calibrations]
+    out = []
+    if self.spec.analysis:
       self.spaces[dataset] = ([t for s in subsets for t in (*s.sentences_a, *s.sentences_b)], {})
     with self.timer.stage("evaluate"):
       for method, fit_on, vectors in spaces:
-        results += self._score(dataset, metric, subsets, vectors, method, fit_on)
-        self._diagnose(dataset, method if fit_on is None else f"{method} ({fit_on})", vectors)
-    return results
+        out += self._score(dataset, metric, subsets, vectors, method, fit_on)
+        self._diagnose(dataset, scores_lib.space_name(method, fit_on), vectors)
+    return out
 
   def evaluate_task(self, task_name):
-    """All methods on one evaluation task. Returns a list of Result."""
+    """All methods on one evaluation task. Returns a list of Score."""
     info = data.TASKS[task_name]
     task = self._task(task_name)
-    needs_target = "target" in self.config.fit_on or self.config.baselines
-    fit_sets = target_pairsets(task, self.config.use_full_for_training, self.config.one_pass_full) \
+    needs_target = "target" in self.spec.fit_on or self.spec.baselines
+    fit_sets = target_pairsets(task, self.spec.use_full_for_training, self.spec.one_pass_full) \
         if needs_target else []
-    results = self._evaluate(info.label, info.metric, getattr(task, info.eval_split),
-                             self._calibrations(info.label, fit_sets))
-    if (self.config.lexical_analysis or self.config.analysis) and task_name == "sts-b":
+    out = self._evaluate(info.dataset, info.metric, getattr(task, info.eval_split),
+                         self._calibrations(info.dataset, fit_sets))
+    if (self.spec.lexical_analysis or self.spec.analysis) and task_name == "sts-b":
       self._lexical(task)
-    return results
+    return out
 
   def evaluate_custom(self):
     """The user's own data: calibrations fitted on its training pairs (baselines saved to baselines/), scored
     on its evaluation pairs when there are some, with a warning per calibration that lowers the score."""
-    custom, label = self.config.custom, data.custom.LABEL
-    calibrations = self._calibrations(label, custom.train)
-    for (dataset, name), calibration in self.baselines.items():
-      if dataset == label:
-        calibration.save(os.path.join(self.config.output_dir, "baselines", f"target-{label}-{name}.npz"))
+    custom, dataset = self.spec.custom, data.custom.DATASET
+    calibrations = self._calibrations(dataset, custom.train)
+    for (fitted_on, name), calibration in self.baselines.items():
+      if fitted_on == dataset:
+        calibration.baseline.save(os.path.join(self.spec.output_dir, "baselines", f"target-{dataset}-{name}.npz"))
     if custom.eval is None:
       return []
-    results = self._evaluate(label, "spearman", [custom.eval], calibrations)
-    for line in evaluation.calibration_warnings(results):
+    out = self._evaluate(dataset, "spearman", [custom.eval], calibrations)
+    for line in scores_lib.calibration_warnings(out):
       logging.warning("%s", line)
       self.warnings.append(line)
-    return results
+    return out
 
   def _lexical(self, task):
     """Table 6: Spearman between similarity and word edit distance on STS-B dev (gold, raw, flows, baselines)."""
     dev = task.dev[0]
     a, b = self._embed_pairs(dev)
-    sims = {"gold": dev.labels, "none": evaluation.cosine(a, b)}
-    for (fit_on, dataset), flow in self.flows.items():
-      if (fit_on, dataset) in (NLI_FLOW, ("target", "STS-B")):
-        sims[f"flow ({fit_on})"] = evaluation.cosine(fit_flow_lib.transform(flow, a), fit_flow_lib.transform(flow, b))
-    for (dataset, name), calibration in self.baselines.items():
-      if dataset == "STS-B":
-        sims[f"{name} (target)"] = evaluation.cosine(calibration.transform(a), calibration.transform(b))
+    sims = {"gold": dev.labels, scores_lib.UNCALIBRATED: search.cosine(a, b)}
+    calibrations = [(scores_lib.FLOW, fit_on, flow) for (fit_on, dataset), flow in self.flows.items()
+                    if (fit_on, dataset) in (NLI_FLOW, ("target", "STS-B"))]
+    calibrations += [(name, "target", calibration) for (dataset, name), calibration in self.baselines.items()
+                     if dataset == "STS-B"]
+    for method, fit_on, calibration in calibrations:
+      sims[scores_lib.space_name(method, fit_on)] = search.cosine(calibration.transform(a, np.float64),
+                                                                  calibration.transform(b, np.float64))
     self.lexical_pairs, self.lexical_similarities = dev, sims
-    self.lexical = {name: evaluation.lexical_correlation(dev, s) for name, s in sims.items()}
+    self.edit_distance_rhos = {name: lexical.lexical_correlation(dev, s) for name, s in sims.items()}
+
+  def _analysis_markdown(self):
+    """Writes the analysis files (analysis/report.py, loaded only here: matplotlib) and returns their markdown."""
+    from bert_flow_tf.analysis import report  # pylint: disable=g-import-not-at-top
+    with self.timer.stage("analysis"):
+      return report.write_analysis(self.spec.output_dir, self.spec.model, self.embedder.pooling.name, self.spaces,
+                                   self.lexical_pairs, self.lexical_similarities)
 
   # -- the run --------------------------------------------------------------------------------------------
   def run(self):
-    os.makedirs(self.config.output_dir, exist_ok=True)
-    results = []
-    for task_name in self.config.eval_tasks:
+    """Evaluates every task (and the own data), writes the report files. Returns the ExperimentRecord."""
+    c = self.spec
+    os.makedirs(c.output_dir, exist_ok=True)
+    scores = []
+    for task_name in c.eval_tasks:
       logging.info("evaluating %s", task_name)
-      results += self.evaluate_task(task_name)
-    if self.config.custom is not None:
-      logging.info("evaluating own data (%s)", data.custom.LABEL)
-      results += self.evaluate_custom()
-    if self.config.analysis:
-      from bert_flow_tf.analysis import report  # pylint: disable=g-import-not-at-top  (matplotlib: only when asked)
-      with self.timer.stage("analysis"):
-        self.analysis_markdown = report.write_analysis(self)
-    self.write(results)
-    return results
-
-  def write(self, results):
-    out = self.config.output_dir
-    model_name = self.config.model.source
-    evaluation.write_results_json(os.path.join(out, "results.json"), model_name,
-                                  self.config.sentence_embedding_type, results)
-    io_utils.write_text(os.path.join(out, "isotropy.json"), json.dumps(self.isotropy, indent=2) + "\n")
-    io_utils.write_text(os.path.join(out, "timings.json"),
-                        json.dumps({k: round(v, 2) for k, v in self.timer.seconds.items()}, indent=2) + "\n")
-    io_utils.write_text(os.path.join(out, "results.md"), self.markdown(results))
-
-  def markdown(self, results):
-    c = self.config
-    lines = [f"# {c.model.source}, {self.embedder.pooling.describe()}", "",
-             f"Spearman x100 (STS, SICK-R, custom; STS12-16 'all' = subsets concatenated), ROC-AUC x100 (QNLI). "
-             f"Flow mode: {c.flow_mode}; target sentences: "
-             f"{'train+dev+test' if c.use_full_for_training else 'train'}"
-             f"{'; custom: the training file (else the scored pairs)' if c.custom is not None else ''}.", "",
-             evaluation.results_markdown(results) if results else "(no scored pairs: nothing evaluated)", ""]
-    if self.warnings:
-      lines += ["## Warnings", ""] + [f"- {w}" for w in self.warnings] + [""]
-    lines += ["## Isotropy of the evaluated vectors (and of the fit sentences, before fitting)", "",
-              "| dataset | space | mean cos (random pairs) | top-1 PC variance share | condition number |",
-              "|---|---|---|---|---|"]
-    for dataset, spaces in self.isotropy.items():
-      for space, d in spaces.items():
-        lines.append(f"| {dataset} | {space} | {d['mean_cosine']:.3f} | {d['top1_variance']:.3f} | "
-                     f"{d['condition_number']:.3g} |")
-    if self.lexical:
-      lines += ["", "## Similarity vs word edit distance (STS-B dev, Spearman x100; paper Table 6)", "",
-                "| similarity | rho |", "|---|---|"] + [f"| {k} | {v:.2f} |" for k, v in self.lexical.items()]
-    if self.analysis_markdown:
-      lines += ["", self.analysis_markdown]
-    lines += ["", "## Wall time per stage (s)", "", "| stage | seconds |", "|---|---|"]
-    lines += [f"| {k} | {v:.1f} |" for k, v in self.timer.seconds.items()]
-    return "\n".join(lines) + "\n"
+      scores += self.evaluate_task(task_name)
+    if c.custom is not None:
+      logging.info("evaluating own data (%s)", data.custom.DATASET)
+      scores += self.evaluate_custom()
+    analysis_markdown = self._analysis_markdown() if c.analysis else ""
+    return ExperimentRecord(
+        model=c.model.source, sentence_embedding_type=c.sentence_embedding_type,
+        pooling_description=self.embedder.pooling.describe(), flow_mode=c.flow_mode,
+        target_sentences="train+dev+test" if c.use_full_for_training else "train", has_custom=c.custom is not None,
+        scores=scores, isotropy=self.isotropy, warnings=self.warnings, edit_distance_rhos=self.edit_distance_rhos,
+        analysis_markdown=analysis_markdown, timings=self.timer.seconds)
 
 
-def run_experiments(configs):
-  """Runs experiments that differ only in pooling (and output_dir) over one embedding store.
+@dataclasses.dataclass
+class ExperimentRun:
+  """One finished experiment: `experiment` (its flows, embedder, store), `record` (what it reports) and
+  `results_md` (the text written to results.md)."""
+  experiment: Experiment
+  record: ExperimentRecord
+  results_md: str
+
+
+def run_experiments(specs):
+  """Runs experiments that differ only in pooling (and output_dir) over one embedding store and one tokenizer.
 
   Every sentence any of them needs is encoded first, in one BERT pass computing the union of the poolings'
-  quantities (`pooling.quantities`); each experiment then reads its vectors from the store.
+  quantities (`pooling.quantities`); each experiment then reads its vectors from the store. Each experiment's
+  report files are written when it finishes (reporting/files.py).
 
   Args:
-    configs: non-empty list of ExperimentConfig on the same model, max_seq_length and cache_dir.
+    specs: non-empty list of ExperimentSpec on the same model, max_seq_length and cache_dir.
 
   Returns:
-    list of (Experiment, list of evaluation.Result), in the order of `configs`.
+    list of ExperimentRun, in the order of `specs`.
   """
-  first = Experiment(configs[0])
-  experiments = [first] + [Experiment(c, first.store) for c in configs[1:]]
+  first = Experiment(specs[0])
+  experiments = [first] + [
+      Experiment(s, SentenceEmbedder(s.model, s.sentence_embedding_type, s.max_seq_length, strategy=s.strategy,
+                                     static_shapes=s.static_shapes, use_xla=s.use_xla,
+                                     tokenizer=first.embedder.tokenizer), first.store) for s in specs[1:]]
   names = sorted({q for e in experiments for q in pooling_lib.quantities(e.embedder.pooling)})
   with first.timer.stage("embed"):
     pairsets = list({id(p): p for e in experiments for p in e.pairsets()}.values())  # own data shared: once
     first.store.get([s for p in pairsets for s in (*p.sentences_a, *p.sentences_b)], names)
-  return [(e, e.run()) for e in experiments]
+  runs = []
+  for e in experiments:
+    record = e.run()
+    runs.append(ExperimentRun(e, record, files.write_report(e.spec.output_dir, record)))
+  return runs

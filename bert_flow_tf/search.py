@@ -1,20 +1,45 @@
-"""Cosine similarity matrices and exact top-k search over sentence vectors, and the methods encoders share.
+"""Cosine similarity (the project's one numpy cosine: row-wise and as a matrix) and exact top-k search over sentence
+vectors, and the methods encoders share.
 
 `semantic_search` returns what sentence-transformers' `util.semantic_search` returns: per query, a list of
 {"corpus_id": int, "score": float} by decreasing score; equal scores keep the lower corpus_id first (as
 `tf.math.top_k` does, so the exported search model ranks the same way).
 
-Legend: n = queries, m = corpus vectors, D = width, k = results per query.
+Both cosines divide by the same floored norm (`norms`: each L2 norm at least COSINE_EPS), so an all-zero row gives
+0 instead of NaN.
+
+Legend: n = queries (or pairs), m = corpus vectors, D = width, k = results per query.
 """
 import numpy as np
 
-_EPS = 1e-12
+COSINE_EPS = 1e-12
+
+
+def norms(vectors):
+  """The L2 norm of each row, floored at COSINE_EPS. float [n, D] -> [n] (the input's float dtype)."""
+  return np.maximum(np.linalg.norm(vectors, axis=-1), COSINE_EPS)
 
 
 def normalize(vectors):
   """Rows scaled to unit L2 norm (an all-zero row stays zero). float [n, D] -> np.float32 [n, D]."""
   vectors = np.asarray(vectors, np.float32)
-  return vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), _EPS)
+  return vectors / norms(vectors)[..., None]
+
+
+def cosine(a, b):
+  """Row-wise cosine similarity, computed in float64 (the scores of evaluation).
+
+  Args:
+    a, b: arrays [n, D].
+
+  Returns:
+    float64 array [n]: cosine of a[i] and b[i].
+  """
+  a = np.asarray(a, np.float64)
+  b = np.asarray(b, np.float64)
+  if a.shape != b.shape or a.ndim != 2:
+    raise ValueError(f"cosine needs two [N, D] arrays of the same shape, got {a.shape} and {b.shape}")
+  return np.einsum("nd,nd->n", a, b) / (norms(a) * norms(b))
 
 
 def cos_sim(a, b):

@@ -11,7 +11,8 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from bert_flow_tf import evaluation  # pylint: disable=g-import-not-at-top
+from bert_flow_tf.reporting import markdown  # pylint: disable=g-import-not-at-top
+from bert_flow_tf.reporting import scores
 from bert_flow_tf.cli import one_line_errors
 from bert_flow_tf.data import DATASETS
 from bert_flow_tf.utils import errors
@@ -29,11 +30,11 @@ def main(exp_dirs):
     cells = {}
     for r in payload["results"]:
       if r["aggregation"] in (None, "all"):
-        cells.setdefault(evaluation.method_label(r["method"], r["fit_on"]), {})[r["dataset"]] = r["value"]
+        cells.setdefault(scores.space_name(r["method"], r["fit_on"]), {})[r["dataset"]] = r["value"]
     for method, values in cells.items():
       rows.append([payload["sentence_embedding_type"], method] +
                   [f"{values[d]:.2f}" if d in values else "-" for d in DATASETS])
-  print(evaluation.markdown_table(["pooling", "method"] + list(DATASETS), rows))
+  print(markdown.markdown_table(["pooling", "method"] + list(DATASETS), rows))
 
 
 if __name__ == "__main__":

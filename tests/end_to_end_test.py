@@ -18,7 +18,9 @@ import pytest
 import scipy.stats
 import tensorflow as tf
 
-from bert_flow_tf import evaluation
+from bert_flow_tf import search
+from bert_flow_tf.evaluation import isotropy as isotropy_lib
+from bert_flow_tf.reporting import scores
 from bert_flow_tf import loaders
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.calibration import fit_flow
@@ -92,7 +94,7 @@ def run(tmp_path_factory, data_dir, minilm_dir):
   (model_copy / "vocab.txt").unlink()  # the export must carry its own
   out = root / "exp" / "e2e"
   return {"result": result, "root": root, "out": out, "pairs": pairs, "export": root / "export",
-          "results": [evaluation.Result(**r) for r in json.loads((out / "results.json").read_text())["results"]]}
+          "results": [scores.Score(**r) for r in json.loads((out / "results.json").read_text())["results"]]}
 
 
 @pytest.fixture(scope="module")
@@ -187,14 +189,14 @@ def test_own_files_are_scored_from_their_vectors(run, reference):
   # A calibration below "none" is warned about on stderr and in the printed table.
   none = custom[0].value
   for r in custom[1:]:
-    line = f"custom: {evaluation.method_label(r.method, r.fit_on)} {r.value:.2f} < none {none:.2f}"
+    line = f"custom: {scores.space_name(r.method, r.fit_on)} {r.value:.2f} < none {none:.2f}"
     assert (line in result.stderr and line in result.stdout) == (r.value < none), line
   # The isotropy of the training vectors is reported before fitting, with a caution when it is near isotropic.
   isotropy = json.loads((out / "isotropy.json").read_text())["custom"]["fit sentences"]
   assert f"isotropy of the custom fit sentences, {POOLING} (300 vectors): mean cosine of random pairs " \
          f"{isotropy['mean_cosine']:.3f}" in result.stderr
   assert ("already close to isotropic" in result.stderr) == \
-      (isotropy["mean_cosine"] < evaluation.NEAR_ISOTROPIC_COSINE)
+      (isotropy["mean_cosine"] < isotropy_lib.NEAR_ISOTROPIC_COSINE)
   assert result.stderr.index("isotropy of the custom fit sentences") < \
       result.stderr.index("target-custom: 18 steps in")   # 150 pairs, 8 a step
   assert json.loads((out / "flows" / "target-custom" / "flow.json").read_text())["num_steps"] == 150 // 8
@@ -212,7 +214,7 @@ def test_export_loaded_in_a_fresh_process_gives_the_flow_vectors(run, reference,
   assert np.abs(want - reference["raw"]).max() > 1e-2  # the flow is not the identity
   assert got["emb"].shape == (len(SENTENCES), 384) and got["emb"].dtype == np.float32
   np.testing.assert_allclose(got["emb"], want, atol=1e-5)
-  np.testing.assert_allclose(got["cos"], evaluation.cosine(want, want[list(range(1, len(SENTENCES))) + [0]]),
+  np.testing.assert_allclose(got["cos"], search.cosine(want, want[list(range(1, len(SENTENCES))) + [0]]),
                              atol=1e-5)
   np.testing.assert_allclose(got["ids_emb"], want, atol=1e-5)
   assert int(got["max_seq_length"]) == 64

@@ -7,11 +7,13 @@ import numpy as np
 import pytest
 
 from bert_flow_tf import data
-from bert_flow_tf import evaluation
+from bert_flow_tf import search
+from bert_flow_tf.evaluation import isotropy as isotropy_lib
+from bert_flow_tf.evaluation import metrics
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.calibration import fit_flow
 from bert_flow_tf.calibration.fit_flow import FlowFitConfig
-from bert_flow_tf.experiment import ExperimentConfig, run_experiments
+from bert_flow_tf.experiment import ExperimentSpec, run_experiments
 from tests.embedding.tiny_model import SENTENCES, tiny_model
 
 TINY_FLOW = {"coupling_width": 8, "n_levels": 2, "depth": 1}
@@ -35,29 +37,31 @@ def test_own_files_fit_evaluate_through_one_store(tmp_path, own_files):
   train, scored, _ = own_files
   custom = data.custom.load_custom(str(train), str(scored))
   model = tiny_model(tmp_path / "model")
-  configs = [ExperimentConfig(
+  specs = [ExperimentSpec(
       model=model, sentence_embedding_type=pooling, data_dir=str(tmp_path / "no-data"),
       output_dir=str(tmp_path / "out" / pooling), max_seq_length=16, eval_tasks=(), custom=custom, fit_on=(),
       baselines=("sn",)) for pooling in ("last-avg", "first-last-avg")]
-  runs = run_experiments(configs)
+  runs = run_experiments(specs)
   distinct = set(SENTENCES) | {s.upper() for s in SENTENCES}
-  assert runs[0][0].store.encoded == len(distinct)  # both poolings, train and eval: each sentence once
-  for experiment, results in runs:
-    out = experiment.config.output_dir
+  assert runs[0].experiment.store.encoded == len(distinct)  # both poolings, train and eval: each sentence once
+  for run in runs:
+    experiment, results = run.experiment, run.record.scores
+    out = experiment.spec.output_dir
     assert [(r.dataset, r.method, r.fit_on) for r in results] == [("custom", "none", None), ("custom", "sn", "target")]
     a, b = np.split(experiment.store.vectors([*custom.eval.sentences_a, *custom.eval.sentences_b],
                                              experiment.embedder.pooling), 2)
-    assert results[0].value == pytest.approx(evaluation.spearman_x100(evaluation.cosine(a, b), custom.eval.labels))
+    assert results[0].value == pytest.approx(metrics.spearman_x100(search.cosine(a, b), custom.eval.labels))
     # The isotropy before fitting is that of the training sentences' vectors.
     fit_x = experiment.store.vectors([*custom.train[0].sentences_a, *custom.train[0].sentences_b],
                                      experiment.embedder.pooling)
     isotropy = json.loads(open(os.path.join(out, "isotropy.json")).read())["custom"]
-    assert isotropy["fit sentences"] == evaluation.describe_isotropy(fit_x, "")[0]
+    assert isotropy["fit sentences"] == isotropy_lib.describe_isotropy(fit_x, "")[0]
     # The fitted baseline is saved and gives the scored SN row back.
     sn = baselines.load_baseline(os.path.join(out, "baselines", "target-custom-sn.npz"))
-    assert results[1].value == pytest.approx(evaluation.spearman_x100(
-        evaluation.cosine(sn.transform(a), sn.transform(b)), custom.eval.labels))
+    assert results[1].value == pytest.approx(metrics.spearman_x100(
+        search.cosine(sn.transform(a), sn.transform(b)), custom.eval.labels))
     markdown = open(os.path.join(out, "results.md")).read()
+    assert markdown == run.results_md
     assert "| method | custom |" in markdown
     # One warning exactly when the SN score is below the uncalibrated one, naming both scores.
     lowers = results[1].value < results[0].value
@@ -71,23 +75,24 @@ def test_own_files_fit_evaluate_through_one_store(tmp_path, own_files):
 def test_eval_file_alone_fits_on_its_pairs(tmp_path, own_files):
   """The flow of an own-data run, fitted (target schedule) on the scored pairs when there is no sentences file."""
   _, scored, flow_config = own_files
-  config = ExperimentConfig(
+  spec = ExperimentSpec(
       model=tiny_model(tmp_path / "model"), sentence_embedding_type="last-avg", data_dir=str(tmp_path),
       output_dir=str(tmp_path / "out"), max_seq_length=16, eval_tasks=(),
       custom=data.custom.load_custom(eval_file=str(scored)),
       target_fit=FlowFitConfig(flow_model_config=str(flow_config), batch_size=4))
-  [(experiment, results)] = run_experiments([config])
+  [run] = run_experiments([spec])
+  experiment, results = run.experiment, run.record.scores
   assert [(r.method, r.fit_on) for r in results] == [("none", None), ("flow", "target")]
-  a, b = np.split(experiment.store.vectors([*config.custom.eval.sentences_a, *config.custom.eval.sentences_b],
+  a, b = np.split(experiment.store.vectors([*spec.custom.eval.sentences_a, *spec.custom.eval.sentences_b],
                                            experiment.embedder.pooling), 2)
   flow = experiment.flows[("target", "custom")]
-  assert results[1].value == pytest.approx(evaluation.spearman_x100(
-      evaluation.cosine(fit_flow.transform(flow, a), fit_flow.transform(flow, b)), config.custom.eval.labels))
+  assert results[1].value == pytest.approx(metrics.spearman_x100(
+      search.cosine(fit_flow.transform(flow.glow, a), fit_flow.transform(flow.glow, b)), spec.custom.eval.labels))
   info = json.loads((tmp_path / "out" / "flows" / "target-custom" / "flow.json").read_text())
   assert info["num_steps"] == 22 // 4
 
 
 def test_nothing_to_run_is_refused(tmp_path):
   with pytest.raises(ValueError, match="nothing to run"):
-    ExperimentConfig(model=None, sentence_embedding_type="last-avg", data_dir="", output_dir=str(tmp_path),
+    ExperimentSpec(model=None, sentence_embedding_type="last-avg", data_dir="", output_dir=str(tmp_path),
                      eval_tasks=())

@@ -118,17 +118,17 @@ def test_every_task_and_aggregation_scores_the_uncalibrated_vectors(runs):
     subsets = getattr(data.load_task(task_name, runs["data_dir"]), info.eval_split)
     cosines = [_cosines(runs["embedder"], s) for s in subsets]
     if info.metric == "auc":
-      want[(info.label, None)] = _auc_x100(cosines[0], subsets[0].labels)
+      want[(info.dataset, None)] = _auc_x100(cosines[0], subsets[0].labels)
     elif len(subsets) == 1:
-      want[(info.label, None)] = 100 * scipy.stats.spearmanr(cosines[0], subsets[0].labels)[0]
+      want[(info.dataset, None)] = 100 * scipy.stats.spearmanr(cosines[0], subsets[0].labels)[0]
     else:
       per_subset = [100 * scipy.stats.spearmanr(c, s.labels)[0] for c, s in zip(cosines, subsets)]
       sizes = [len(s) for s in subsets]
-      assert sizes == list(STS_SUBSETS[int(info.label[3:])].values())
-      want[(info.label, "all")] = 100 * scipy.stats.spearmanr(np.concatenate(cosines),
+      assert sizes == list(STS_SUBSETS[int(info.dataset[3:])].values())
+      want[(info.dataset, "all")] = 100 * scipy.stats.spearmanr(np.concatenate(cosines),
                                                               np.concatenate([s.labels for s in subsets]))[0]
-      want[(info.label, "mean")] = np.mean(per_subset)
-      want[(info.label, "wmean")] = np.dot(per_subset, sizes) / sum(sizes)
+      want[(info.dataset, "mean")] = np.mean(per_subset)
+      want[(info.dataset, "wmean")] = np.dot(per_subset, sizes) / sum(sizes)
   assert set(got) == set(want)
   for key, value in want.items():
     assert got[key] == pytest.approx(value, abs=1e-3), key

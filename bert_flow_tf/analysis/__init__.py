@@ -3,7 +3,8 @@
   word_frequency.py   Table 1: word-embedding norms and k-NN distances per word-frequency-rank bucket (wordfreq)
   plots.py            Figure 2 (similarity vs word edit distance) and isotropy plots, PNG via matplotlib's Agg
   projector.py        TensorBoard Embedding Projector files: sentences as metadata, one tensor per space
-  report.py           all of it for a finished Experiment, and its results.md sections
+  report.py           all of it for one evaluated experiment (its vectors and Table 6 similarities), and its
+                      results.md sections
 
 Import the submodules themselves: this package imports none of them, so matplotlib and wordfreq load only
 when asked for.

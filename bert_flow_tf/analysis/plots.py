@@ -9,7 +9,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top,wrong-import-position
 import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-from bert_flow_tf import evaluation  # pylint: disable=g-import-not-at-top,wrong-import-position
+from bert_flow_tf.evaluation import isotropy  # pylint: disable=g-import-not-at-top,wrong-import-position
+from bert_flow_tf.evaluation import lexical  # pylint: disable=g-import-not-at-top,wrong-import-position
+from bert_flow_tf.evaluation import metrics  # pylint: disable=g-import-not-at-top,wrong-import-position
 from bert_flow_tf.utils import io_utils  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 NEAR_EDIT_DISTANCE = 4  # the paper's Figure 2 highlights pairs with edit distance <= 4 in green
@@ -42,7 +44,7 @@ def similarity_vs_edit_distance(pairs, similarities, path, title=None):
   """
   if hasattr(pairs, "sentences_a"):
     pairs = list(zip(pairs.sentences_a, pairs.sentences_b))
-  distances = np.array([evaluation.edit_distance(a, b) for a, b in pairs], np.float64)
+  distances = np.array([lexical.edit_distance(a, b) for a, b in pairs], np.float64)
   near = distances <= NEAR_EDIT_DISTANCE
   fig, axes = plt.subplots(1, len(similarities), figsize=(3.2 * len(similarities), 3.3), sharey=True,
                            squeeze=False)
@@ -51,7 +53,7 @@ def similarity_vs_edit_distance(pairs, similarities, path, title=None):
     sims = np.asarray(sims, np.float64)
     if sims.shape != distances.shape:
       raise ValueError(f"similarity {name!r}: {sims.shape[0]} values for {len(distances)} pairs")
-    rhos[name] = evaluation.spearman_x100(sims, distances)
+    rhos[name] = metrics.spearman_x100(sims, distances)
     ax.scatter(sims[~near], distances[~near], s=4, c="tab:blue", alpha=0.4, linewidths=0,
                label=f"edit distance > {NEAR_EDIT_DISTANCE}")
     ax.scatter(sims[near], distances[near], s=4, c="tab:green", alpha=0.7, linewidths=0,
@@ -88,7 +90,7 @@ def isotropy_figure(spaces, path, title=None, num_pairs=10000, rng_seed=0):
     path: str, the PNG file.
     title: str or None.
     num_pairs: int, random pairs of distinct sentences for the cosine histogram
-      (evaluation.random_pair_cosines, the pairs of the isotropy table's mean cosine).
+      (isotropy.random_pair_cosines, the pairs of the isotropy table's mean cosine).
     rng_seed: int.
   """
   fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -96,7 +98,7 @@ def isotropy_figure(spaces, path, title=None, num_pairs=10000, rng_seed=0):
   for name, vectors in spaces.items():
     shares = spectrum_shares(vectors)
     line, = left.semilogy(np.arange(1, len(shares) + 1), shares, lw=1.2, label=f"{name} (first {shares[0]:.3f})")
-    cosines = evaluation.random_pair_cosines(vectors, rng_seed, num_pairs)
+    cosines = isotropy.random_pair_cosines(vectors, rng_seed, num_pairs)
     right.hist(cosines, bins=bins, density=True, histtype="step", lw=1.2, color=line.get_color(),
                label=f"{name} (mean {cosines.mean():.2f})")
   dims = max(np.asarray(v).shape[1] for v in spaces.values())

@@ -36,19 +36,25 @@ def write_table1(model, out_dir):
   return table
 
 
-def write_analysis(experiment):
-  """Writes the analysis files of a finished Experiment (its `run` evaluated, with `config.analysis`).
+def write_analysis(out_dir, model, pooling_name, spaces, lexical_pairs=None, lexical_similarities=None):
+  """Writes the analysis files of one evaluated experiment into out_dir.
+
+  Args:
+    out_dir: str, the experiment's output folder.
+    model: bert_flow_tf.loaders.LoadedModel (Table 1 reads its word-embedding matrix).
+    pooling_name: str, for the figure titles.
+    spaces: dict dataset -> (sentences: list of N str, {space name: float32 [N, D]}), the evaluated vectors.
+    lexical_pairs: the STS-B dev PairSet of Table 6, or None; lexical_similarities: dict similarity name -> [N']
+      on those pairs (Figure 2).
 
   Returns:
     str, Markdown for results.md: Figure 2 (next to the Table 6 numbers), the isotropy plots, Table 1 beside the
     paper's, and where the projector files are.
   """
-  out = experiment.config.output_dir
   lines = []
-  if experiment.lexical_similarities:
-    plots.similarity_vs_edit_distance(experiment.lexical_pairs, experiment.lexical_similarities,
-                                      os.path.join(out, FIGURE2_FILE),
-                                      title=f"STS-B dev, {experiment.embedder.pooling.name}")
+  if lexical_similarities:
+    plots.similarity_vs_edit_distance(lexical_pairs, lexical_similarities, os.path.join(out_dir, FIGURE2_FILE),
+                                      title=f"STS-B dev, {pooling_name}")
     lines += [f"![Figure 2: similarity vs word edit distance, STS-B dev]({FIGURE2_FILE})", "",
               "Figure 2 (paper): x = similarity, y = word edit distance; pairs with edit distance <= "
               f"{plots.NEAR_EDIT_DISTANCE} in green. Each panel's rho is the Table 6 number above.", ""]
@@ -57,23 +63,23 @@ def write_analysis(experiment):
             "singular values of the uncentered vectors (log scale; the dashed line is an isotropic space), and "
             "the histogram of cosines between random pairs of distinct sentences (the pairs of the table's mean "
             "cosine).", ""]
-  for dataset, (_, spaces) in experiment.spaces.items():
+  for dataset, (_, vectors) in spaces.items():
     name = isotropy_file(dataset)
-    plots.isotropy_figure(spaces, os.path.join(out, name), title=f"{dataset}, {experiment.embedder.pooling.name}")
+    plots.isotropy_figure(vectors, os.path.join(out_dir, name), title=f"{dataset}, {pooling_name}")
     lines += [f"![isotropy of {dataset}]({name})", ""]
-  table = write_table1(experiment.config.model, out)
+  table = write_table1(model, out_dir)
   lines += ["## Word frequency biases the word embeddings (paper Table 1)", "",
             f"The model's word-embedding matrix; ours / the paper's (BERT-base). Words are whole-word vocabulary "
             f"entries ranked by frequency ({word_frequency.FREQUENCY_SOURCE}); k-NN among all rows, by l2 "
             f"distance (bert_flow_tf/analysis/word_frequency.py). Numbers in {TABLE1_FILE}.", "",
             word_frequency.table1_markdown(table)]
-  if experiment.spaces:
-    dataset, (sentences, spaces) = next(iter(experiment.spaces.items()))
-    sample, sampled = projector.sample_distinct(sentences, spaces, PROJECTOR_SENTENCES)
+  if spaces:
+    dataset, (sentences, vectors) = next(iter(spaces.items()))
+    sample, sampled = projector.sample_distinct(sentences, vectors, PROJECTOR_SENTENCES)
     description = (f"{len(sample)} distinct sentences of the {dataset} evaluation set (seeded sample), in the "
-                   f"spaces: {', '.join(spaces)}.")
-    projector.write_projector(os.path.join(out, PROJECTOR_DIR), sample, sampled, description)
+                   f"spaces: {', '.join(vectors)}.")
+    projector.write_projector(os.path.join(out_dir, PROJECTOR_DIR), sample, sampled, description)
     lines += ["## TensorBoard projector", "",
-              f"{description} `tensorboard --logdir {out}` shows them (Projector tab) with the flow's loss "
+              f"{description} `tensorboard --logdir {out_dir}` shows them (Projector tab) with the flow's loss "
               "(Scalars tab).", ""]
   return "\n".join(lines)

@@ -29,8 +29,8 @@ import re
 import numpy as np
 import wordfreq
 
-from bert_flow_tf import evaluation
 from bert_flow_tf.modeling import tokenizer as tokenizer_lib
+from bert_flow_tf.reporting import markdown
 
 BUCKETS = ((0, 100), (100, 500), (500, 5000), (5000, 10000))
 KS = (3, 5, 7)
@@ -197,4 +197,4 @@ def table1_markdown(table, paper=True):
     if paper and [tuple(b) for b in table["buckets"]] == list(BUCKETS):
       ours = [f"{o} / {p:.2f}" for o, p in zip(ours, PAPER_TABLE1[key])]
     rows.append([name] + ours)
-  return evaluation.markdown_table(header, rows) + "\n"
+  return markdown.markdown_table(header, rows) + "\n"

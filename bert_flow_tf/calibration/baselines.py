@@ -17,7 +17,8 @@ exact), so the output stays finite
 (a constant dimension maps to 0).
 
 Every object has `fit(x) -> self`, `transform(x)`, `save(path)` (npz, atomic) and `Cls.load(path)`;
-`load_baseline(path)` restores any of them. `make_baseline(name)` builds an unfitted one from its method name.
+`load_baseline(path)` restores any of them. `make_baseline(name)` builds an unfitted one from its method name; the
+name grammar (FORMS) is owned here.
 """
 import re
 
@@ -26,7 +27,7 @@ import numpy as np
 from bert_flow_tf.utils import io_utils
 
 EPS = 1e-12
-_FORMS = '"whitening", "whitening-K", "sn", "natsv-K", "sn+natsv-K" (K a positive integer)'
+FORMS = '"whitening", "whitening-K", "sn", "natsv-K", "sn+natsv-K" (K a positive integer)'
 
 
 def _as_matrix(x):
@@ -234,9 +235,14 @@ def make_baseline(name):
     return StandardNormalization()
   match = re.fullmatch(r"(whitening|natsv|sn\+natsv)-([1-9]\d*)", name) if isinstance(name, str) else None
   if not match:
-    raise ValueError(f"unknown baseline {name!r}; allowed forms: {_FORMS}")
+    raise ValueError(f"unknown baseline {name!r}; allowed forms: {FORMS}")
   cls = {"whitening": Whitening, "natsv": Natsv, "sn+natsv": SnNatsv}[match.group(1)]
   return cls(int(match.group(2)))
+
+
+def check_name(name):
+  """Raises ValueError, naming the allowed FORMS, unless `name` is a baseline name."""
+  make_baseline(name)
 
 
 def load_baseline(path):

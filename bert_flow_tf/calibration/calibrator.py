@@ -1,7 +1,7 @@
 """A fitted calibration of sentence vectors behind one interface: BERT-flow's Glow or a baseline (whitening, ...).
 
 `fit(method, x)` fits one on vectors x [N, D]; each has `method`, `input_dim` (D), `dim` (its output width D'),
-`transform(x)` (float [M, D] -> np.float32 [M, D']) and `save(folder)`; `load(folder)` restores any of them
+`transform(x, dtype=np.float32)` (float [M, D] -> [M, D']) and `save(folder)`; `load(folder)` restores any of them
 exactly (the same weights, so the same outputs). The fitting itself is `calibration.fit_flow` (the flow) and
 `calibration.baselines`.
 
@@ -18,14 +18,14 @@ import numpy as np
 from absl import logging
 
 import glow
-from bert_flow_tf import evaluation
+from bert_flow_tf.evaluation import isotropy as isotropy_lib
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.calibration import fit_flow as fit_flow_lib
 from bert_flow_tf.data import pairs as pairs_lib
 
 FLOW = "flow"
 BASELINE_FILE = "baseline.npz"
-METHODS = '"flow", "whitening", "whitening-K", "sn", "natsv-K", "sn+natsv-K" (K a positive integer)'
+METHODS = f'"{FLOW}", {baselines.FORMS}'
 
 
 class FlowCalibration:
@@ -49,9 +49,9 @@ class FlowCalibration:
   def dim(self):
     return self.glow.dim
 
-  def transform(self, x):
-    """float [M, D] -> np.float32 [M, D], without dropout."""
-    return fit_flow_lib.transform(self.glow, np.asarray(x, np.float32))
+  def transform(self, x, dtype=np.float32):
+    """float [M, D] -> [M, D] of `dtype`, without dropout (the flow computes in float32)."""
+    return fit_flow_lib.transform(self.glow, np.asarray(x, np.float32)).astype(dtype, copy=False)
 
   def save(self, folder):
     fit_flow_lib.save_fitted_flow(self.glow, folder, self.fit_config, self.summary)
@@ -80,9 +80,9 @@ class BaselineCalibration:
     """D': k for whitening-k, else D."""
     return self.baseline.kernel.shape[1] if isinstance(self.baseline, baselines.Whitening) else self.baseline.dim
 
-  def transform(self, x):
-    """float [M, D] -> np.float32 [M, D'] (computed in float64)."""
-    return self.baseline.transform(x).astype(np.float32)
+  def transform(self, x, dtype=np.float32):
+    """float [M, D] -> [M, D'] of `dtype` (computed in float64; run_flow.py scores the float64 values)."""
+    return self.baseline.transform(x).astype(dtype, copy=False)
 
   def affine(self):
     """(center [D], kernel [D, D'], offset [D']) float64 with transform(x) = (x - center) @ kernel + offset.
@@ -136,7 +136,7 @@ def fit(method, x, flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3, num_trai
     except ValueError as e:
       raise ValueError(f"unknown calibration method {method!r}; allowed: {METHODS}") from e
     return BaselineCalibration(baseline.fit(x))
-  _, line, near = evaluation.describe_isotropy(x, "the flow's fit vectors")
+  _, line, near = isotropy_lib.describe_isotropy(x, "the flow's fit vectors")
   (logging.warning if near else logging.info)("%s", line)
   config = fit_flow_lib.FlowFitConfig(flow_model_config=flow_config, init=init, learning_rate=learning_rate,
                                       num_train_epochs=num_train_epochs, batch_size=batch_size, seed=seed)

@@ -32,7 +32,7 @@ from bert_flow_tf.modeling import pooling
 from bert_flow_tf import data
 from bert_flow_tf.cli import engine_flags
 from bert_flow_tf.cli import run_flow_flags
-from bert_flow_tf.experiment import NLI_FLOW, ExperimentConfig, run_experiments
+from bert_flow_tf.experiment import NLI_FLOW, ExperimentSpec, run_experiments
 from bert_flow_tf.calibration.fit_flow import FlowFitConfig
 
 # Every flag, in the groups --help shows: bert_flow_tf/cli/run_flow_flags.py (names: docs/flags.md).
@@ -49,7 +49,7 @@ def _check_flags():
   model_flags.model_kwargs(FLAGS)  # fails on incomplete TF1 files or two models
   for name in FLAGS.baselines:
     try:
-      baselines.make_baseline(name)
+      baselines.check_name(name)
     except ValueError as e:
       raise app.UsageError(f"--baselines: {e}") from e
   for name in FLAGS.pooling:
@@ -81,7 +81,7 @@ def _exp_name():
   flow = f"flow-{'+'.join(FLAGS.fit_on)}-{FLAGS.flow_mode}" if FLAGS.flow else "noflow"
   model = os.path.basename(os.path.normpath(FLAGS.init_checkpoint or FLAGS.model_dir))
   own = FLAGS.train_file or FLAGS.eval_file
-  task = f"{data.custom.LABEL}-{os.path.splitext(os.path.basename(own))[0]}" if own else FLAGS.task_name
+  task = f"{data.custom.DATASET}-{os.path.splitext(os.path.basename(own))[0]}" if own else FLAGS.task_name
   return f"{FLAGS.exp_name_prefix}_{task}_{model}_{'+'.join(FLAGS.pooling)}_{flow}"
 
 
@@ -107,7 +107,7 @@ def main(argv):
   with distribute.variable_scope(strategy):
     model = model_flags.load_model_from_flags(FLAGS)
   poolings = FLAGS.pooling
-  configs = [ExperimentConfig(
+  specs = [ExperimentSpec(
       model=model, sentence_embedding_type=name, data_dir=FLAGS.data_dir,
       output_dir=output_dir if len(poolings) == 1 else os.path.join(output_dir, name),
       max_seq_length=FLAGS.max_seq_length, eval_tasks=_eval_tasks(),
@@ -121,18 +121,18 @@ def main(argv):
       strategy=strategy,
       static_shapes=engine_flags.static_shapes_from_flags(strategy), use_xla=FLAGS.use_xla,
       custom=custom) for name in poolings]
-  experiments = run_experiments(configs)
-  for experiment, _ in experiments:
-    print(open(os.path.join(experiment.config.output_dir, "results.md"), encoding="utf-8").read())
+  runs = run_experiments(specs)
+  for finished in runs:
+    print(finished.results_md)
   if FLAGS.export_dir:
-    _export(experiments[0][0])
+    _export(runs[0].experiment)
   logging.info("outputs in %s", output_dir)
 
 
 def _export(experiment):
   from bert_flow_tf import export  # pylint: disable=g-import-not-at-top
   own = FLAGS.train_file or FLAGS.eval_file
-  dataset = data.custom.LABEL if own else data.TASKS[FLAGS.task_name].label
+  dataset = data.custom.DATASET if own else data.TASKS[FLAGS.task_name].dataset
   if FLAGS.export_flow == "init_checkpoint":
     flow = tf1_flow.load_tf1_flow(FLAGS.init_checkpoint,
                                   FLAGS.flow_model_config if FLAGS["flow_model_config"].present else None)
@@ -141,7 +141,7 @@ def _export(experiment):
     if key is not None and key not in experiment.flows:
       raise app.UsageError(f"--export_flow={FLAGS.export_flow}: no such flow was fitted in this run "
                            f"(--fit_on={','.join(FLAGS.fit_on)})")
-    flow = experiment.flows.get(key)
+    flow = experiment.flows[key].glow if key is not None else None
   paths = export.export_models(experiment.embedder, flow, FLAGS.export_dir, overwrite=True)
   logging.info("exported %s (flow: %s): %s and %s", FLAGS.export_dir, FLAGS.export_flow, paths["text"],
                paths["ids"])

@@ -11,6 +11,7 @@ from absl import flags
 
 import glow
 from bert_flow_tf import data
+from bert_flow_tf.calibration import baselines
 from bert_flow_tf.cli import aliases
 from bert_flow_tf.cli import engine_flags
 from bert_flow_tf.cli import model_flags
@@ -53,8 +54,8 @@ def define_flags(flag_values=flags.FLAGS):
                       flag_values=fv)
   flags.DEFINE_list("eval_tasks", None, f"Tasks to evaluate; unset: the --task_name (none with --train_file or "
                     f"--eval_file); 'all' = {','.join(data.EVAL_TASKS)}.", flag_values=fv)
-  flags.DEFINE_list("baselines", [], "Calibrations fitted on the target sentences: whitening, whitening-K, sn, "
-                    "natsv-K, sn+natsv-K.", flag_values=fv)
+  flags.DEFINE_list("baselines", [], f"Calibrations fitted on the target sentences: {baselines.FORMS}.",
+                    flag_values=fv)
   flags.DEFINE_bool("lexical_analysis", False, "Table 6: similarity vs edit distance on STS-B dev.", flag_values=fv)
   flags.DEFINE_bool("analysis", False, "Also the paper's Table 1 (word-embedding matrix), Figure 2 (with Table 6), "
                     "isotropy plots and TensorBoard projector files, into the output folder "

@@ -28,7 +28,7 @@ from absl import logging
 from bert_flow_tf.data import pairs as pairs_lib
 from bert_flow_tf.utils import io_utils
 
-LABEL = "custom"  # the dataset's name in results tables, flows/target-custom and isotropy.json
+DATASET = "custom"  # the dataset's name in results tables, flows/target-custom and isotropy.json
 TRAIN_FORMATS = ("auto", "lines", "pairs")
 
 
@@ -111,14 +111,14 @@ def read_train(path, train_format="auto"):
     train_format = "pairs" if "\t" in line else "lines"
     logging.info("%s: read as %s (line %d has %s)", path, train_format, lineno,
                  "a tab" if train_format == "pairs" else "no tab")
-  name = f"{LABEL}/train"
+  name = f"{DATASET}/train"
   return _pair_lines(rows, name) if train_format == "lines" else _read_pairs(path, rows, name, min_fields=2)
 
 
 def read_eval(path):
   """The scored pairs of an evaluation TSV (sentence1, sentence2, score). Returns PairSet "custom/eval"."""
   _, rows = _first_row(path, _nonblank_lines(path))
-  pairs = _read_pairs(path, rows, f"{LABEL}/eval", min_fields=3)
+  pairs = _read_pairs(path, rows, f"{DATASET}/eval", min_fields=3)
   if len(pairs) < 2:
     raise ValueError(f"{path}: {len(pairs)} scored pair(s); Spearman needs at least 2")
   return pairs

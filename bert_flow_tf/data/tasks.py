@@ -1,5 +1,5 @@
 """Task registry: a task name of the original `run_siamese.py` -> its reader (train/dev/test PairSets and label
-info) and, for the evaluation tasks, the dataset label, split and metric of the results tables.
+info) and, for the evaluation tasks, the dataset name, split and metric of the results tables.
 
   sts-b       STS-B train / dev / test (regression, labels 0-5).
   sick-r      SICK-R train / trial (as dev) / test (regression, labels 0-5 as the original; gold is 1-5).
@@ -93,13 +93,13 @@ class TaskInfo:
 
   Attributes:
     reader: callable (name, data_dir) -> Task, every split of the task.
-    label: str or None. The dataset's name in results tables ("STS-B"); None for a task that is only trained
+    dataset: str or None. The dataset's name in results tables ("STS-B"); None for a task that is only trained
       on (never evaluated by run_flow.py).
     eval_split: str or None. The split evaluated: "test", or "dev" for QNLI (GLUE's test labels are private).
     metric: str or None. "spearman" (of the cosine against the gold score) or "auc" (QNLI's 0/1 labels).
   """
   reader: Callable[[str, str], pairs_lib.Task]
-  label: Optional[str] = None
+  dataset: Optional[str] = None
   eval_split: Optional[str] = None
   metric: Optional[str] = None
 
@@ -117,10 +117,10 @@ TASKS = {
     "qnli": TaskInfo(_read_qnli, "QNLI", "dev", "auc"),
 }
 TASK_NAMES = tuple(TASKS)
-EVAL_TASKS = tuple(name for name, info in TASKS.items() if info.label is not None)
-DATASETS = tuple(TASKS[name].label for name in EVAL_TASKS)  # the benchmarks' dataset labels, in table order
-# Every dataset label a results table may hold, in table order: the benchmarks, then the user's own scored pairs.
-RESULT_DATASETS = DATASETS + (custom.LABEL,)
+EVAL_TASKS = tuple(name for name, info in TASKS.items() if info.dataset is not None)
+DATASETS = tuple(TASKS[name].dataset for name in EVAL_TASKS)  # the benchmarks' dataset names, in table order
+# Every dataset name a results table may hold, in table order: the benchmarks, then the user's own scored pairs.
+RESULT_DATASETS = DATASETS + (custom.DATASET,)
 
 
 def load_task(task_name, data_dir):

@@ -32,10 +32,12 @@ class SentenceEmbedder(tf.Module):
     strategy: tf.distribute.Strategy or None (the default strategy: one device).
     static_shapes: bool, every batch [batch_size, one of pipeline.static_lengths()] (TPU, XLA).
     use_xla: bool, compile the replica function with XLA (implies static_shapes).
+    tokenizer: the BertTokenizer of another embedder of the same model and max_seq_length to share (its vocabulary
+      is then not read again), or None to make one.
   """
 
   def __init__(self, model, sentence_embedding_type="last-avg", max_seq_length=64, strategy=None,
-               static_shapes=False, use_xla=False):
+               static_shapes=False, use_xla=False, tokenizer=None):
     super().__init__()
     if model.config is not None and max_seq_length > model.config.max_position_embeddings:
       raise ValueError(f"max_seq_length {max_seq_length} > the model's max_position_embeddings "
@@ -48,7 +50,7 @@ class SentenceEmbedder(tf.Module):
     self.strategy = strategy or tf.distribute.get_strategy()
     self.use_xla = bool(use_xla)
     self.static_shapes = bool(static_shapes or use_xla or isinstance(self.strategy, tf.distribute.TPUStrategy))
-    self.tokenizer = BertTokenizer(model.vocab_file, model.do_lower_case, max_seq_length)
+    self.tokenizer = tokenizer or BertTokenizer(model.vocab_file, model.do_lower_case, max_seq_length)
     self._steps = {}
     self._pipelines = {}  # batch_size -> pipeline.InputPipeline
 

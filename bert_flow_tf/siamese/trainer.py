@@ -23,7 +23,7 @@ import tf_keras as keras
 from absl import logging
 
 import glow
-from bert_flow_tf import evaluation
+from bert_flow_tf.evaluation import metrics
 from bert_flow_tf.data import order as order_lib
 from bert_flow_tf.modeling.tokenizer import BertTokenizer
 from bert_flow_tf.siamese import data as siamese_data
@@ -201,8 +201,8 @@ class Trainer:
     if "prediction" in out:
       result["accuracy"] = float(np.mean(out["prediction"] == out["label"]))
     else:
-      result["pearson_x100"] = evaluation.pearson_x100(out["cos"], out["label"])
-      result["spearman_x100"] = evaluation.spearman_x100(out["cos"], out["label"])
+      result["pearson_x100"] = metrics.pearson_x100(out["cos"], out["label"])
+      result["spearman_x100"] = metrics.spearman_x100(out["cos"], out["label"])
     if "flow_nll_a" in out:
       result["eval_loss_flow"] = float(np.mean(out["flow_nll_a"] + out["flow_nll_b"]))
     return result

@@ -5,4 +5,5 @@
   logs.py         quiet TensorFlow start-up logs
   distribute.py   tf.distribute strategy and mixed-precision policy
   tf_data.py      the tf.data options every dataset runs with (autotuning off)
+  timer.py        wall seconds per named stage (timings.json)
 """

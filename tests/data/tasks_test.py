@@ -1,7 +1,7 @@
 """The task registry on the real data files, in a folder that holds exactly the sets this repo was built with."""
 import pytest
 
-from bert_flow_tf import evaluation
+from bert_flow_tf.reporting import scores
 from bert_flow_tf.data import DATASETS
 from bert_flow_tf.data import EVAL_TASKS
 from bert_flow_tf.data import load_task
@@ -56,5 +56,5 @@ def test_evaluation_tasks_and_labels_come_from_the_registry():
   assert EVAL_TASKS == ("sts-b", "sick-r", "sts-12", "sts-13", "sts-14", "sts-15", "sts-16", "qnli")
   assert DATASETS == ("STS-B", "SICK-R", "STS12", "STS13", "STS14", "STS15", "STS16", "QNLI")
   assert [n for n in TASK_NAMES if n not in EVAL_TASKS] == ["sts-12-16", "snli", "mnli", "allnli"]
-  assert {TASKS[n].metric for n in EVAL_TASKS} == set(evaluation.METRICS)
+  assert {TASKS[n].metric for n in EVAL_TASKS} == set(scores.METRICS)
   assert (TASKS["qnli"].eval_split, TASKS["sts-b"].eval_split) == ("dev", "test")
