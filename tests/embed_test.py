@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf import loaders
-from bert_flow_tf.embedding import pipeline
+from bert_flow_tf.modeling import packing
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 
 SENTENCES = ["A man is playing a guitar.", "", "   ", "Three dogs run across a snowy field near the river.",
@@ -15,12 +15,6 @@ SENTENCES = ["A man is playing a guitar.", "", "   ", "Three dogs run across a s
 @pytest.fixture(scope="module")
 def minilm(minilm_dir):
   return loaders.load_model(str(minilm_dir))
-
-
-def test_static_lengths():
-  assert pipeline.static_lengths(64) == (16, 32, 48, 64)
-  assert pipeline.static_lengths(40) == (16, 32, 40)
-  assert pipeline.static_lengths(8) == (8,)
 
 
 @pytest.mark.slow
