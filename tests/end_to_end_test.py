@@ -25,6 +25,7 @@ from bert_flow_tf.calibration import fit_flow
 from bert_flow_tf.data import sts
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from tests import tiny_runs
+from tests.embedding.engine_vectors import engine_vectors
 
 # STS-B test Spearman x100 on the first 48 pairs of each split (not README numbers: those are on the full sets).
 # Whitening keeps the top 64 directions: 144 sentences cannot whiten all 384 dims, and the full whitening's score
@@ -48,7 +49,6 @@ PAIRS_B = SENTENCES[1:] + SENTENCES[:1]
 _LOAD_AND_RUN = """
 import sys, json, numpy as np, tensorflow as tf
 from bert_flow_tf.serving import export
-from tests.embedding.engine_vectors import engine_vectors
 text_dir, ids_dir, in_json, out_npz = sys.argv[1:]
 data = json.load(open(in_json))
 text = export.load_text_model(text_dir)

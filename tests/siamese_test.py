@@ -231,7 +231,7 @@ def test_eval_predict_and_export_roundtrip(tiny, tmp_path):
   cosines = np.array([float(x) for x in (out_dir / "test_results.tsv").read_text().split()])
   # The exported encoder reproduces the trained model's test cosines through the generic loader and encoder.
   test = data_lib.load_task("snli", data_dir).test[0]
-  a, b = encoder.encode(list(test.sentences_a)), encoder.encode(list(test.sentences_b))
+  a, b = engine_vectors(embedder, test.sentences_a), engine_vectors(embedder, test.sentences_b)
   np.testing.assert_allclose(cosines, (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1),
                              atol=2e-6)
   pooled = siamese.run(tiny_config(model_dir, data_dir, str(out_dir), flow=False, flow_loss=False, do_train=False,
