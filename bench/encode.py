@@ -1,9 +1,11 @@
 """Benchmarks sentence encoding: every unique STS-B sentence through SentenceEmbedder; prints one JSON object.
 
-It encodes the sentences as the product does: `SentenceEmbedder.encode` on a tf.distribute strategy
-(`utils.distribute.make_strategy`, the model loaded in its scope), fed by `embedding.pipeline.make_dataset`
-(host tokenization, batches bucketed by length, each padded to its longest rounded up to 8; static shapes under
-`--use_xla` or `--static_shapes`). It reports:
+It encodes the sentences as the product does (`SentenceEncoder.encode` on new sentences): a fresh in-memory
+`EmbeddingStore.vectors` over a SentenceEmbedder on a tf.distribute strategy (`utils.distribute.make_strategy`, the
+model loaded in its scope), fed by `embedding.pipeline.InputPipeline` (host tokenization, batches bucketed by length,
+each padded to its longest; static shapes under `--use_xla` or `--static_shapes`). The sentences are taken in the
+order the store hands them to the embedder (by key), so the batches read here are the ones the timed run makes.
+It reports:
   * start-up, apart: imports (process start to imports done), the strategy, model load, the first trace (a warm-up
     encode of the first `--warmup` sentences), and, for static shapes, the warm-up of padded lengths the first did
     not reach (so that the timed run traces nothing);
@@ -13,7 +15,7 @@ It encodes the sentences as the product does: `SentenceEmbedder.encode` on a tf.
       + 2*2*s*s*H          (Q.K^T and attention . V)
     per sentence of s tokens, summed over the L blocks and divided by the encode time: "useful" with s each
     sentence's real length ([CLS] and [SEP] included, capped at max_seq_length), "padded" with every row of the
-    actual [B, S] batches (read by iterating make_dataset with the same arguments; filler rows of static shapes
+    actual [B, S] batches (read by iterating the pipeline with the same arguments; filler rows of static shapes
     included). Embedding lookups, softmax, LayerNorm and pooling are left out;
   * both rates as a share of this machine's fp32 matmul rate, timed in the same run on a tf.function matmul of
     shape [M, H] x [H, I] (M = batch size x 32 tokens by default) after a warm-up, before and after the encoding:
@@ -79,7 +81,7 @@ def encoder_flops(lengths, num_layers, hidden, intermediate):
 
 
 def pipeline_batches(dataset):
-  """What a make_dataset dataset holds: list of (example ids np.int64 [b] of the valid rows, [B, S] of the
+  """What an InputPipeline dataset holds: list of (example ids np.int64 [b] of the valid rows, [B, S] of the
   batch), and the real lengths np.int64 [n valid rows] (input_mask sums)."""
   batches, lengths = [], []
   for batch in dataset:
@@ -190,8 +192,9 @@ def main():
   import tensorflow as tf
   from bert_flow_tf import loaders
   from bert_flow_tf.embedding import pipeline
+  from bert_flow_tf.embedding import store as store_lib
   from bert_flow_tf.embedding.embedder import SentenceEmbedder
-  from bert_flow_tf.modeling import presets
+  from bert_flow_tf.loaders import presets
   from bert_flow_tf.utils import distribute
   startup = {"import": process_seconds()}
 
@@ -202,6 +205,7 @@ def main():
   sentences = stsb_sentences(args.data_dir)
   if args.limit:
     sentences = sentences[:args.limit]
+  sentences = [sentences[i] for i in np.unique(store_lib.sentence_keys(sentences), return_index=True)[1]]
   model_name = args.model or presets.DEFAULT
   start = time.perf_counter()
   with strategy.scope():  # the encoder's variables live on the strategy's devices, as in run_flow
@@ -210,13 +214,16 @@ def main():
                          static_shapes=args.static_shapes, use_xla=args.use_xla)
   startup["model_load"] = time.perf_counter() - start
 
+  def encode(texts):
+    return store_lib.EmbeddingStore(enc, batch_size=args.batch_size).vectors(texts, enc.pooling, show_progress=False)
+
   warmup = sentences[:args.warmup]
   start = time.perf_counter()
-  enc.encode(warmup, batch_size=args.batch_size, show_progress=False)
+  encode(warmup)
   startup["first_trace"] = time.perf_counter() - start
 
   def batches_of(texts):
-    return pipeline_batches(pipeline.make_dataset(texts, enc.tokenizer, args.batch_size, enc.static_shapes))
+    return pipeline_batches(pipeline.InputPipeline(enc.tokenizer, args.batch_size, enc.static_shapes).dataset(texts))
 
   batches, lengths = batches_of(sentences)
   # Static shapes trace once per padded length (dynamic ones once in all): warm up the lengths the first encode
@@ -228,14 +235,14 @@ def main():
       more.setdefault(shape[1], sentences[idx[0]])
   start = time.perf_counter()
   if more:
-    enc.encode(list(more.values()), batch_size=args.batch_size, show_progress=False)
+    encode(list(more.values()))
   startup["more_lengths"] = time.perf_counter() - start
 
   config = model.config
   m = args.batch_size * args.matmul_tokens
   peak_before = matmul_rate(m, model.hidden_size, config.intermediate_size)
   start = time.perf_counter()
-  ours = enc.encode(sentences, batch_size=args.batch_size, show_progress=False)
+  ours = encode(sentences)
   seconds = time.perf_counter() - start
   peak_after = matmul_rate(m, model.hidden_size, config.intermediate_size)
   peak = max(peak_before, peak_after)
@@ -268,7 +275,7 @@ def main():
   if python and model.format == "hf":
     sampled = [(idx, s) for idx, (_, s) in batches[::args.torch_every] if len(idx)]
     with tempfile.TemporaryDirectory() as tmp:
-      job = {"model_dir": presets.resolve(model_name), "sentences": sentences, "out": f"{tmp}/torch.npy",
+      job = {"model_dir": presets.model_dir(model_name), "sentences": sentences, "out": f"{tmp}/torch.npy",
              "batches": [(idx.tolist(), int(s)) for idx, s in sampled], "matmul_shape": result["matmul_shape"]}
       with open(f"{tmp}/job.json", "w") as f:
         json.dump(job, f)

@@ -8,7 +8,8 @@ The sentences are the unique STS-B sentences (train + dev + test, first-seen ord
   * `saved_model`: the text SavedModel's `serving_default`, loaded with tf.saved_model.load (TF2 call);
   * `session`: the same SavedModel through the TF1 session loader, fed by signature tensor names, the way the
     TF Serving model server runs it (bert_flow_tf.serving.session_loader);
-  * `in_process`: `SentenceEmbedder.encode` (its tf.data pipeline and replica function) then the flow.
+  * `in_process`: what `SentenceEncoder.encode` runs on new sentences (a fresh in-memory `EmbeddingStore.vectors`
+    over the SentenceEmbedder: its tf.data pipeline and replica function), then the flow.
 It reports, for each:
   * single-sentence latency: p50 and p99 in ms over `--latency_requests` requests of one sentence each, the
     three ways interleaved request by request (so drift in the machine's load hits all alike), after
@@ -46,11 +47,12 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-posi
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 # pylint: disable=wrong-import-position
-from bert_flow_tf.calibration import fit_flow
-from bert_flow_tf import export
 from bert_flow_tf import loaders
+from bert_flow_tf.calibration import fit_flow
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
-from bert_flow_tf.modeling import presets
+from bert_flow_tf.embedding.store import EmbeddingStore
+from bert_flow_tf.loaders import presets
+from bert_flow_tf.serving import export
 from bert_flow_tf.serving import session_loader
 from bench.encode import stsb_sentences
 from glow.model import Glow
@@ -88,7 +90,7 @@ def main():
   flow = None
   if not args.no_flow:
     flow = Glow.from_config("config_l3_d3_w32", dim=embedder.dim, init="ddi", seed=0)
-    flow.data_init(tf.constant(embedder.encode(bulk, show_progress=False)))
+    flow.data_init(tf.constant(EmbeddingStore(embedder).vectors(bulk, embedder.pooling, show_progress=False)))
   workdir = tempfile.TemporaryDirectory()
   result = {"model": args.model, "pooling": args.pooling, "max_seq_length": MAX_SEQ_LENGTH, "flow": flow is not None}
   if "embed" in parts:
@@ -141,7 +143,8 @@ def time_embedding(args, embedder, flow, bulk, single, workdir):
   text_dir = paths["text"]
 
   def in_process(batch):
-    x = embedder.encode(batch, batch_size=args.batch_size, show_progress=False)
+    # What SentenceEncoder.encode runs on new sentences.
+    x = EmbeddingStore(embedder, batch_size=args.batch_size).vectors(batch, embedder.pooling, show_progress=False)
     return x if flow is None else fit_flow.transform(flow, x)
 
   serve = export.load_text_model(text_dir).signatures["serving_default"]

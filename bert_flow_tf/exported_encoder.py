@@ -14,7 +14,7 @@ import os
 
 import tensorflow as tf
 
-from bert_flow_tf import export
+from bert_flow_tf.serving import export
 from bert_flow_tf import search
 
 

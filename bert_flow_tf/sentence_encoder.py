@@ -32,7 +32,7 @@ import os
 import numpy as np
 
 import glow
-from bert_flow_tf import export as export_lib
+from bert_flow_tf.serving import export as export_lib
 from bert_flow_tf import loaders
 from bert_flow_tf import search
 from bert_flow_tf.calibration import calibrator
@@ -48,7 +48,7 @@ FORMAT_VERSION = 1
 
 def fingerprint(embedder):
   """16 hex digits naming what `embedder`'s vectors depend on (see the module notes)."""
-  model = embedder.model
+  model = embedder.loaded
   h = hashlib.sha256()
   head = {"config": None if model.config is None else model.config.to_dict(),
           "do_lower_case": bool(model.do_lower_case), "pooling": embedder.pooling.name,
@@ -128,7 +128,7 @@ class SentenceEncoder(search.SearchMixin):
 
   def describe(self):
     """One line: the model, pooling, max_seq_length and fingerprint."""
-    return _describe(self.embedder.model.source, self.embedder.pooling.name, self.embedder.max_seq_length,
+    return _describe(self.embedder.loaded.source, self.embedder.pooling.name, self.embedder.max_seq_length,
                      self.fingerprint)
 
   def encode(self, sentences, batch_size=None, normalize_embeddings=False, show_progress_bar=None):
@@ -201,10 +201,10 @@ class SentenceEncoder(search.SearchMixin):
     Returns:
       str, path.
     """
-    source = str(self.embedder.model.source)
+    source = str(self.embedder.loaded.source)
     info = {"format_version": FORMAT_VERSION,
             "model": os.path.abspath(source) if os.path.exists(source) else source,  # a path, or a preset name
-            "do_lower_case": bool(self.embedder.model.do_lower_case), "pooling": self.embedder.pooling.name,
+            "do_lower_case": bool(self.embedder.loaded.do_lower_case), "pooling": self.embedder.pooling.name,
             "max_seq_length": self.embedder.max_seq_length, "fingerprint": self.fingerprint,
             "calibration": None if self.calibration is None else self.calibration.method}
     with io_utils.atomic_dir(path) as tmp:
@@ -272,7 +272,7 @@ class SentenceEncoder(search.SearchMixin):
     return self
 
   def export(self, export_dir, version=1, overwrite=False, corpus=None):
-    """Writes the servable SavedModels (README: Encoding and serving; bert_flow_tf/export.py).
+    """Writes the servable SavedModels (README: Encoding and serving; bert_flow_tf/serving/export.py).
 
     export_dir/text/<version> (strings in), export_dir/ids/<version> (token ids in) and export_info.json, as
     run_flow.py --export_dir writes them, with the calibration in the graph (a flow, or a baseline as

@@ -1,6 +1,6 @@
 """Op audit of an export: lists every op of each SavedModel and fails on ops the TF Serving model server cannot run.
 
-Prints, per SavedModel under EXPORT_DIR (`<kind>/<version>/`, as bert_flow_tf.export writes), its op types by
+Prints, per SavedModel under EXPORT_DIR (`<kind>/<version>/`, as bert_flow_tf.serving.export writes), its op types by
 source (core TensorFlow, tensorflow-text, Python, unregistered), what keeps it from being served, and the oldest
 TF Serving release that has all its tensorflow-text ops. The `ids` model must use core ops only.
 Exit status: 0 when every SavedModel is servable, 1 when one is not, 2 on bad arguments.

@@ -26,10 +26,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 # pylint: disable=wrong-import-position
-from bert_flow_tf import export
 from bert_flow_tf import loaders
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
+from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.modeling.tokenizer import BertTokenizer
+from bert_flow_tf.serving import export
 from glow.model import Glow
 # pylint: enable=wrong-import-position
 
@@ -48,12 +49,12 @@ def _run(python, args):
 
 def export_fresh(model_dir, pooling, export_dir):
   """Exports the model + a DDI Glow; returns (tokenizer ids of SENTENCES, in-process embeddings [n, D])."""
-  encoder = SentenceEmbedder(loaders.load_model(model_dir), pooling, max_seq_length=64)
-  raw = encoder.encode(SENTENCES, show_progress=False)
-  flow = Glow.from_config("config_l3_d3_w32", dim=encoder.dim, init="ddi", seed=0)
+  embedder = SentenceEmbedder(loaders.load_model(model_dir), pooling, max_seq_length=64)
+  raw = EmbeddingStore(embedder).vectors(SENTENCES, embedder.pooling, show_progress=False)
+  flow = Glow.from_config("config_l3_d3_w32", dim=embedder.dim, init="ddi", seed=0)
   flow.data_init(tf.constant(raw))
-  export.export_models(encoder, flow, export_dir, version=1)
-  ids = {k: v.numpy().tolist() for k, v in encoder.tokenizer(tf.constant(SENTENCES)).items()}
+  export.export_models(embedder, flow, export_dir, version=1)
+  ids = {k: v.numpy().tolist() for k, v in embedder.tokenizer(tf.constant(SENTENCES)).items()}
   return ids, flow(tf.constant(raw), training=False)[0].numpy()
 
 

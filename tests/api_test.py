@@ -21,6 +21,7 @@ from bert_flow_tf.serving import op_audit
 from bert_flow_tf.serving import session_loader
 from bert_flow_tf.serving import warmup
 from tests import tiny_runs
+from tests.embedding.engine_vectors import engine_vectors
 from tests.embedding.tiny_model import SENTENCES, tiny_model
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -43,8 +44,7 @@ def _encoder(tiny, pooling="first-last-avg"):
 
 def test_encode_a_str_a_list_per_call_batch_and_normalized(tiny, capfd):
   enc = _encoder(tiny)
-  want = SentenceEmbedder(loaders.load_model(tiny["dir"]), "first-last-avg", 16).encode(SENTENCES,
-                                                                                        show_progress=False)
+  want = engine_vectors(SentenceEmbedder(loaders.load_model(tiny["dir"]), "first-last-avg", 16), SENTENCES)
   got = enc.encode(SENTENCES, batch_size=4)
   assert got.shape == (len(SENTENCES), 16) and got.dtype == np.float32
   np.testing.assert_allclose(got, want, atol=1e-6)

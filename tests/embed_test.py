@@ -5,8 +5,8 @@ import tensorflow as tf
 
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf import loaders
-from bert_flow_tf.embedding import pipeline
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
+from tests.embedding.engine_vectors import engine_vectors
 
 SENTENCES = ["A man is playing a guitar.", "", "   ", "Three dogs run across a snowy field near the river.",
              "word " * 80, "A woman slices an onion.", "Hi."]
@@ -17,16 +17,10 @@ def minilm(minilm_dir):
   return loaders.load_model(str(minilm_dir))
 
 
-def test_static_lengths():
-  assert pipeline.static_lengths(64) == (16, 32, 48, 64)
-  assert pipeline.static_lengths(40) == (16, 32, 40)
-  assert pipeline.static_lengths(8) == (8,)
-
-
 @pytest.mark.slow
 def test_bucketed_batches_equal_one_sentence_at_full_length(minilm):
   enc = SentenceEmbedder(minilm, "first-last-avg", max_seq_length=64)
-  got = enc.encode(SENTENCES, batch_size=3)
+  got = engine_vectors(enc, SENTENCES, 3)
   for i, sentence in enumerate(SENTENCES):
     inputs = enc.tokenizer(tf.constant([sentence]), 64)
     want = enc.embed_inputs(inputs).numpy()[0]

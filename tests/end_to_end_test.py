@@ -27,6 +27,7 @@ from bert_flow_tf.calibration import fit_flow
 from bert_flow_tf.data import sts
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from tests import tiny_runs
+from tests.embedding.engine_vectors import engine_vectors
 
 # STS-B test Spearman x100 on the first 48 pairs of each split (not README numbers: those are on the full sets).
 # Whitening keeps the top 64 directions: 144 sentences cannot whiten all 384 dims, and the full whitening's score
@@ -49,7 +50,7 @@ PAIRS_B = SENTENCES[1:] + SENTENCES[:1]
 # Runs in a fresh interpreter: loads both SavedModels by path only and writes their outputs to an .npz.
 _LOAD_AND_RUN = """
 import sys, json, numpy as np, tensorflow as tf
-from bert_flow_tf import export
+from bert_flow_tf.serving import export
 text_dir, ids_dir, in_json, out_npz = sys.argv[1:]
 data = json.load(open(in_json))
 text = export.load_text_model(text_dir)
@@ -103,7 +104,7 @@ def reference(run, minilm_dir):
   embedder = SentenceEmbedder(loaders.load_model(str(minilm_dir)), POOLING, max_seq_length=64)
   flow_dir = run["out"] / "flows" / "target-custom"
   flow = fit_flow.load_fitted_flow(str(flow_dir))
-  raw = embedder.encode(SENTENCES, show_progress=False)
+  raw = engine_vectors(embedder, SENTENCES)
   return {"embedder": embedder, "flow": flow, "flow_dir": flow_dir, "raw": raw,
           "want": fit_flow.transform(flow, raw)}
 
@@ -120,7 +121,7 @@ def served(run, reference):
   bad = root / "bad.txt"
   bad.write_bytes(b"fine\nbad \xff byte\n")
   flow_dir = str(reference["flow_dir"])
-  installed = str(reference["embedder"].model.source)
+  installed = str(reference["embedder"].loaded.source)
   outputs = {name: root / f"encoded_{i}.npy" for i, name in enumerate(
       ["exported", "exported with model flags", "flow", "flow of another pooling", "cls-raw", "bad byte"])}
   io = lambda name, source=src: [f"--input_file={source}", f"--output_file={outputs[name]}"]
@@ -176,8 +177,8 @@ def test_own_files_are_scored_from_their_vectors(run, reference):
                                                      ("whitening-64", "target")]
   rows = [line.split("\t") for line in run["pairs"].read_text(encoding="utf-8").splitlines()[1:]]
   embedder = reference["embedder"]
-  a = embedder.encode([r[0] for r in rows], show_progress=False)
-  b = embedder.encode([r[1] for r in rows], show_progress=False)
+  a = engine_vectors(embedder, [r[0] for r in rows])
+  b = engine_vectors(embedder, [r[1] for r in rows])
   labels = [float(r[2]) for r in rows]
   sn = baselines.load_baseline(str(out / "baselines" / "target-custom-sn.npz"))
   flow = reference["flow"]
@@ -228,8 +229,8 @@ def test_encode_command_through_the_export_and_the_fitted_flow(reference, served
   np.testing.assert_allclose(np.load(served["flow"][1]), reference["want"], atol=1e-5)
   cls_raw = np.load(served["cls-raw"][1])
   assert cls_raw.shape == (len(SENTENCES), 384) and cls_raw.dtype == np.float32
-  np.testing.assert_allclose(cls_raw, SentenceEmbedder(reference["embedder"].model, "cls-raw", 64).encode(
-      SENTENCES, show_progress=False), atol=1e-5)
+  np.testing.assert_allclose(cls_raw, engine_vectors(SentenceEmbedder(reference["embedder"].loaded, "cls-raw", 64),
+                                                     SENTENCES), atol=1e-5)
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ import glow
 from bert_flow_tf import loaders
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from tests import tiny_runs
+from tests.embedding.engine_vectors import engine_vectors
 from tests.embedding.tiny_model import SENTENCES
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -76,7 +77,7 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path):
   assert lines[2] == str(glow.GlowConfig.load("config_l2_d3_w32").to_dict())  # a data file found in the package
   assert lines[3] == "[]"  # plain encoding imports neither the serving nor the analysis extra
   assert lines[4].startswith("None 3.")  # the caller's environment is left alone: its tf.keras stays Keras 3
-  want = SentenceEmbedder(loaders.load_model(model_dir), "first-last-avg", 16).encode(SENTENCES, show_progress=False)
+  want = engine_vectors(SentenceEmbedder(loaders.load_model(model_dir), "first-last-avg", 16), SENTENCES)
   np.testing.assert_allclose(np.load(work / "api.npy"), want, atol=1e-6)
 
   (work / "sentences.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")

@@ -17,6 +17,7 @@ from bert_flow_tf import loaders
 from bert_flow_tf.calibration import fit_flow
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from tests import tiny_runs
+from tests.embedding.engine_vectors import engine_vectors
 
 WORDS = ["a", "man", "dog", "runs", "plays", "the", "guitar", ".", "x", "y"]
 POOLING = "last-avg"
@@ -96,8 +97,8 @@ def runs(tmp_path_factory):
 
 
 def _cosines(embedder, pairset):
-  a = embedder.encode(list(pairset.sentences_a), show_progress=False)
-  b = embedder.encode(list(pairset.sentences_b), show_progress=False)
+  a = engine_vectors(embedder, list(pairset.sentences_a))
+  b = engine_vectors(embedder, list(pairset.sentences_b))
   return np.sum(a * b, 1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
@@ -165,7 +166,7 @@ def test_nli_flow_follows_the_papers_nli_schedule(runs):
 def test_export_variants_chain_the_asked_flow(runs):
   root, embedder = runs["root"], runs["embedder"]
   sentences = ["a man plays the guitar .", "the dog runs", "x"]
-  raw = embedder.encode(sentences, show_progress=False)
+  raw = engine_vectors(embedder, sentences)
   nli = fit_flow.load_fitted_flow(str(root / "exp" / "all-tasks" / "flows" / "nli-NLI"))
   faithful = fit_flow.load_fitted_flow(str(root / "exp" / "faithful" / "flows" / "target-STS-B"))
   wants = {"all-tasks": fit_flow.transform(nli, raw), "plain": raw, "faithful": fit_flow.transform(faithful, raw)}

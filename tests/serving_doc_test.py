@@ -21,11 +21,12 @@ import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2
 from tensorflow_serving.apis import prediction_service_pb2_grpc
 
-from bert_flow_tf import export
+from bert_flow_tf.serving import export
 from bert_flow_tf.calibration import fit_flow
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from glow.model import Glow
 from tests.embedding import tiny_model
+from tests.embedding.engine_vectors import engine_vectors
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "serving.md"
@@ -82,12 +83,12 @@ def test_every_python_block_is_run_by_a_test():
 def exported(tmp_path_factory):
   """Tiny BERT + a DDI Glow, exported; the loaded models; the in-process vectors for SENTENCES and OTHERS."""
   tmp = tmp_path_factory.mktemp("serving_doc")
-  encoder = SentenceEmbedder(tiny_model.tiny_model(tmp / "tiny"), "first-last-avg", max_seq_length=16)
-  raw = encoder.encode(tiny_model.SENTENCES + SENTENCES + OTHERS, show_progress=False)
-  flow = Glow.from_config("config_l2_d2_w32", dim=encoder.dim, init="ddi", seed=0)
+  embedder = SentenceEmbedder(tiny_model.tiny_model(tmp / "tiny"), "first-last-avg", max_seq_length=16)
+  raw = engine_vectors(embedder, tiny_model.SENTENCES + SENTENCES + OTHERS)
+  flow = Glow.from_config("config_l2_d2_w32", dim=embedder.dim, init="ddi", seed=0)
   flow.data_init(tf.constant(raw))
   z = flow(tf.constant(raw), training=False)[0].numpy()[-4:]
-  export.export_models(encoder, flow, str(tmp / "export"), version=1)
+  export.export_models(embedder, flow, str(tmp / "export"), version=1)
   models = {"sts_text": export.load_text_model(str(tmp / "export" / "text" / "1")),
             "sts_ids": tf.saved_model.load(str(tmp / "export" / "ids" / "1"))}
   return {"dir": tmp / "export", "models": models, "want": z[:2], "want_others": z[2:]}
@@ -264,6 +265,6 @@ def test_export_block_on_minilm(tmp_path):
                     fit_flow.FlowFitConfig(flow_model_config="config_l2_d2_w32"), str(flow_dir))
   ns = run_block(block("export"), {"EXPORT_DIR": repr(str(tmp_path / "export")), "FLOW_DIR": repr(str(flow_dir))})
   assert (tmp_path / "export" / "ids" / "1" / "saved_model.pb").is_file()
-  want = fit_flow.transform(ns["flow"], ns["encoder"].encode(["A man is playing a guitar."], show_progress=False))
+  want = fit_flow.transform(ns["flow"], engine_vectors(ns["embedder"], ["A man is playing a guitar."]))
   assert ns["embeddings"].shape == (1, 384)
   np.testing.assert_allclose(ns["embeddings"].numpy(), want, atol=1e-4)

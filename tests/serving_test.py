@@ -17,12 +17,13 @@ import tensorflow_hub as hub
 import tf_keras as keras
 from tensorflow.core.protobuf import saved_model_pb2
 
-from bert_flow_tf import export
+from bert_flow_tf.serving import export
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.serving import op_audit
 from bert_flow_tf.serving import warmup
 from glow.model import Glow
 from tests.embedding import tiny_model
+from tests.embedding.engine_vectors import engine_vectors
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SENTENCES = tiny_model.SENTENCES
@@ -38,14 +39,14 @@ def _run(args):
 def exported(tmp_path_factory):
   """Tiny BERT, first-last-avg, max_seq_length 16, + a DDI Glow, exported; the in-process embeddings."""
   tmp = tmp_path_factory.mktemp("serving")
-  encoder = SentenceEmbedder(tiny_model.tiny_model(tmp / "tiny"), "first-last-avg", max_seq_length=16)
-  raw = encoder.encode(SENTENCES + list(warmup.WARMUP_SENTENCES), show_progress=False)
-  flow = Glow.from_config("config_l2_d2_w32", dim=encoder.dim, init="ddi", seed=0)
+  embedder = SentenceEmbedder(tiny_model.tiny_model(tmp / "tiny"), "first-last-avg", max_seq_length=16)
+  raw = engine_vectors(embedder, SENTENCES + list(warmup.WARMUP_SENTENCES))
+  flow = Glow.from_config("config_l2_d2_w32", dim=embedder.dim, init="ddi", seed=0)
   flow.data_init(tf.constant(raw))
   want = flow(tf.constant(raw), training=False)[0].numpy()
   assert np.abs(want - raw).max() > 1.0 and np.abs(want).max() < 10  # a real change, at a scale where 1e-5 means something
-  paths = export.export_models(encoder, flow, str(tmp / "export"), version=1)
-  return {"encoder": encoder, "flow": flow, "paths": paths, "want": want[:len(SENTENCES)],
+  paths = export.export_models(embedder, flow, str(tmp / "export"), version=1)
+  return {"embedder": embedder, "flow": flow, "paths": paths, "want": want[:len(SENTENCES)],
           "want_warmup": want[len(SENTENCES):], "tmp": tmp, "dir": str(tmp / "export")}
 
 
@@ -60,13 +61,13 @@ def test_export_layout_and_info(exported):
 
 
 def test_export_refusals(exported):
-  encoder, flow, export_dir = exported["encoder"], exported["flow"], exported["dir"]
+  embedder, flow, export_dir = exported["embedder"], exported["flow"], exported["dir"]
   with pytest.raises(FileExistsError, match="text/1 exists"):
-    export.export_models(encoder, flow, export_dir, version=1)
+    export.export_models(embedder, flow, export_dir, version=1)
   with pytest.raises(ValueError, match="version must be an int >= 1"):
-    export.export_models(encoder, flow, export_dir, version=0)
+    export.export_models(embedder, flow, export_dir, version=0)
   with pytest.raises(ValueError, match="flow width 32 != embedding width D=16"):
-    export.export_models(encoder, Glow.from_config("config_l2_d2_w32", dim=32), export_dir, version=2)
+    export.export_models(embedder, Glow.from_config("config_l2_d2_w32", dim=32), export_dir, version=2)
   assert sorted(os.listdir(os.path.join(export_dir, "text"))) == ["1"]
 
 
@@ -132,7 +133,7 @@ def test_session_loader_in_a_fresh_process(exported):
   tmp, paths = exported["tmp"], exported["paths"]
   want = exported["want"]
   pairs_b = SENTENCES[1:] + SENTENCES[:1]
-  ids = {k: v.numpy().tolist() for k, v in exported["encoder"].tokenizer(tf.constant(SENTENCES)).items()}
+  ids = {k: v.numpy().tolist() for k, v in exported["embedder"].tokenizer(tf.constant(SENTENCES)).items()}
   runs = {"text": [{"saved_model": paths["text"], "signature": "serving_default", "inputs": {"sentences": SENTENCES}},
                    {"saved_model": paths["text"], "signature": "similarity",
                     "inputs": {"sentences_a": SENTENCES, "sentences_b": pairs_b}}],
@@ -187,7 +188,7 @@ def test_hub_keras_layer_frozen_in_a_keras_model(exported):
   np.testing.assert_allclose(model.predict(tf.constant(SENTENCES), batch_size=8, verbose=0), exported["want"],
                              atol=1e-5)
   # Frozen: every saved variable (encoder, flow, do_lower_case, max_seq_length) is a non-trainable weight.
-  saved = len(exported["encoder"].encoder.variables) + len(exported["flow"].variables) + 2
+  saved = len(exported["embedder"].encoder.variables) + len(exported["flow"].variables) + 2
   assert model.trainable_weights == [] and len(model.non_trainable_weights) == saved
 
 

@@ -208,6 +208,7 @@ def test_eval_predict_and_export_roundtrip(tiny, tmp_path):
   from bert_flow_tf import siamese
   from bert_flow_tf.embedding.embedder import SentenceEmbedder
   from bert_flow_tf import data as data_lib
+  from tests.embedding.engine_vectors import engine_vectors
   model_dir, data_dir = tiny
   out_dir = tmp_path / "run"
   result = siamese.run(tiny_config(model_dir, data_dir, str(out_dir), flow=False, flow_loss=False,
@@ -218,8 +219,8 @@ def test_eval_predict_and_export_roundtrip(tiny, tmp_path):
   # The dev metrics recomputed here: the exported encoder's vectors u, v and the checkpoint's classifier W give
   # logits [u, v, |u - v|] W^T; accuracy of their argmax and mean softmax cross-entropy against the gold labels.
   dev = data_lib.load_task("snli", data_dir).dev[0]
-  encoder = SentenceEmbedder(loaders.load_model(result["export_dir"]), "avg", max_seq_length=16)
-  u, v = encoder.encode(list(dev.sentences_a)), encoder.encode(list(dev.sentences_b))
+  embedder = SentenceEmbedder(loaders.load_model(result["export_dir"]), "avg", max_seq_length=16)
+  u, v = engine_vectors(embedder, dev.sentences_a), engine_vectors(embedder, dev.sentences_b)
   reader = tf.train.load_checkpoint(str(out_dir / "checkpoints"))
   [name] = [n for n in reader.get_variable_to_shape_map()
             if "output_weights" in n and "OPTIMIZER_SLOT" not in n and n.endswith("VARIABLE_VALUE")]
@@ -230,7 +231,7 @@ def test_eval_predict_and_export_roundtrip(tiny, tmp_path):
   cosines = np.array([float(x) for x in (out_dir / "test_results.tsv").read_text().split()])
   # The exported encoder reproduces the trained model's test cosines through the generic loader and encoder.
   test = data_lib.load_task("snli", data_dir).test[0]
-  a, b = encoder.encode(list(test.sentences_a)), encoder.encode(list(test.sentences_b))
+  a, b = engine_vectors(embedder, test.sentences_a), engine_vectors(embedder, test.sentences_b)
   np.testing.assert_allclose(cosines, (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1),
                              atol=2e-6)
   pooled = siamese.run(tiny_config(model_dir, data_dir, str(out_dir), flow=False, flow_loss=False, do_train=False,

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import tokenizer as tokenizer_lib
 
 TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "runn", "##ing", ",", "!",
@@ -190,3 +191,25 @@ def test_tokenize_list_across_its_4096_sentence_chunks(vocab_file, n):
   rows = [cycle[i % len(cycle)] for i in range(n)]
   got = tok.tokenize_list([text for text, _ in rows])
   assert got.shape[0] == n and _ids(got) == [ids for _, ids in rows]
+
+
+def test_static_lengths():
+  assert packing.static_lengths(64) == (16, 32, 48, 64)
+  assert packing.static_lengths(40) == (16, 32, 40)
+  assert packing.static_lengths(8) == (8,)
+
+
+def test_pack_to_longest_pads_to_the_longest_row_or_its_static_length(vocab_file):
+  tok = tokenizer_lib.BertTokenizer(vocab_file, max_seq_length=20)
+  pieces = tok.tokenize(tf.constant(["unaffable", "the"]))
+  packed = packing.pack_to_longest(tok, pieces)
+  assert tuple(packed) == packing.INPUT_NAMES
+  np.testing.assert_array_equal(packed["input_word_ids"], [[CLS, UN, AFF, ABLE, SEP], [CLS, THE, SEP, PAD, PAD]])
+  np.testing.assert_array_equal(packed["input_mask"], [[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+  static = packing.pack_to_longest(tok, pieces, static_shapes=True)
+  assert static["input_word_ids"].shape == (2, 16)
+  np.testing.assert_array_equal(static["input_word_ids"][:, :5], packed["input_word_ids"])
+  long = packing.pack_to_longest(tok, tok.tokenize(tf.constant(["the " * 30])), static_shapes=True)
+  assert long["input_word_ids"].shape == (1, 20)                         # capped at max_seq_length, its last length
+  empty = packing.pack_to_longest(tok, tok.tokenize(tf.constant([], tf.string)))
+  assert empty["input_word_ids"].shape == (0, 2)

@@ -11,13 +11,13 @@ from bert_flow_tf.cli import model_flags
 # alias -> canonical flag
 ALIASES = {"sentence_embedding_type": "pooling", "batch_size": "encode_batch_sentences"}
 # What an exported model already fixes (excluded with --exported_model).
-FIXED_BY_EXPORT = model_flags.NAMES + ("pooling", "max_seq_length", "flow_checkpoint")
+FIXED_BY_EXPORT = model_flags.FLAG_NAMES + ("pooling", "max_seq_length", "flow_checkpoint")
 
 GROUPS = (
     ("Input and output", ("input_file", "output_file")),
-    ("Model and pooling", model_flags.NAMES + ("max_seq_length", "pooling")),
+    ("Model and pooling", model_flags.FLAG_NAMES + ("max_seq_length", "pooling")),
     ("Calibration", ("flow_checkpoint", "exported_model")),
-    ("Encoding and devices", ("encode_batch_sentences",) + engine_flags.NAMES),
+    ("Encoding and devices", ("encode_batch_sentences",) + engine_flags.FLAG_NAMES),
     ("The original's TPU flags (prefer --tpu)", engine_flags.ORIGINAL_TPU_NAMES),
 )
 

@@ -18,13 +18,13 @@ import tensorflow as tf
 
 from bert_flow_tf.utils import distribute
 
-NAMES = ("tpu", "tpu_zone", "gcp_project", "num_gpus", "num_cpu_replicas", "use_xla", "static_shapes")
+FLAG_NAMES = ("tpu", "tpu_zone", "gcp_project", "num_gpus", "num_cpu_replicas", "use_xla", "static_shapes")
 ORIGINAL_TPU_NAMES = ("use_tpu", "tpu_name", "num_tpu_cores")
 FLAGS = flags.FLAGS
 
 
 def define_engine_flags(flag_values=FLAGS):
-  """Defines NAMES and ORIGINAL_TPU_NAMES in `flag_values`."""
+  """Defines FLAG_NAMES and ORIGINAL_TPU_NAMES in `flag_values`."""
   fv = flag_values
   flags.DEFINE_string("tpu", None, "Run on a TPU: its name or address for TPUClusterResolver, 'local' on a Colab "
                       "TPU VM ('' resolves it from the environment); unset: no TPU. Implies --static_shapes.",
@@ -81,5 +81,5 @@ def strategy_from_flags(flag_values=FLAGS):
 
 
 def static_shapes_from_flags(strategy, flag_values=FLAGS):
-  """True when batches must have static shapes: --static_shapes, --use_xla or a TPU."""
-  return bool(flag_values.static_shapes or flag_values.use_xla or distribute.is_tpu(strategy))
+  """`distribute.needs_static_shapes` for --static_shapes, --use_xla and `strategy`."""
+  return distribute.needs_static_shapes(strategy, flag_values.static_shapes, flag_values.use_xla)

@@ -10,9 +10,10 @@ from absl import app
 from absl import flags
 
 from bert_flow_tf import loaders
-from bert_flow_tf.modeling import presets
+from bert_flow_tf.loaders import presets
 
-NAMES = ("model_dir", "bert_config_file", "vocab_file", "init_checkpoint", "do_lower_case", "hub_preprocess_dir")
+FLAG_NAMES = ("model_dir", "bert_config_file", "vocab_file", "init_checkpoint", "do_lower_case",
+              "hub_preprocess_dir")
 _TF1_FILES = ("bert_config_file", "vocab_file", "init_checkpoint")
 # How every entry point embeds unless told otherwise (SentenceEncoder.from_pretrained too; docs/flags.md).
 DEFAULT_POOLING = "last-avg"

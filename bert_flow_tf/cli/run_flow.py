@@ -130,7 +130,7 @@ def main(argv):
 
 
 def _export(experiment):
-  from bert_flow_tf import export  # pylint: disable=g-import-not-at-top
+  from bert_flow_tf.serving import export  # pylint: disable=g-import-not-at-top
   own = FLAGS.train_file or FLAGS.eval_file
   dataset = data.custom.DATASET if own else data.TASKS[FLAGS.task_name].dataset
   if FLAGS.export_flow == "init_checkpoint":

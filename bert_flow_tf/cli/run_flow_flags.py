@@ -21,7 +21,7 @@ ALIASES = {"sentence_embedding_type": "pooling", "predict_batch_size": "encode_b
            "train_batch_size": "flow_batch_pairs", "cached_dir": "cache_dir"}
 
 GROUPS = (
-    ("Model and pooling", model_flags.NAMES + ("max_seq_length", "pooling")),
+    ("Model and pooling", model_flags.FLAG_NAMES + ("max_seq_length", "pooling")),
     ("Data and evaluation", ("task_name", "data_dir", "eval_tasks", "train_file", "train_format", "eval_file",
                              "baselines", "lexical_analysis", "analysis")),
     ("Flow", ("flow", "fit_on", "flow_mode", "flow_model_config", "flow_init", "flow_learning_rate",
@@ -29,7 +29,7 @@ GROUPS = (
               "use_full_for_training", "one_pass_full", "seed", "save_checkpoints_steps")),
     ("Outputs", ("output_dir", "output_parent_dir", "exp_name", "exp_name_prefix", "cache_dir", "export_dir",
                  "export_flow")),
-    ("Encoding and devices", ("encode_batch_sentences",) + engine_flags.NAMES),
+    ("Encoding and devices", ("encode_batch_sentences",) + engine_flags.FLAG_NAMES),
     ("The original's TPU flags (prefer --tpu)", engine_flags.ORIGINAL_TPU_NAMES),
 )
 

@@ -29,14 +29,14 @@ ALIASES = dict(RENAMES)
 
 GROUPS = (
     ("Task and data", ("task_name", "data_dir", "train_splits", "num_examples", "dupe_factor")),
-    ("Model and pooling", model_flags.NAMES + ("max_seq_length", "pooling", "low_dim")),
+    ("Model and pooling", model_flags.FLAG_NAMES + ("max_seq_length", "pooling", "low_dim")),
     ("What to run", ("do_train", "do_eval", "do_predict", "predict_pool")),
     ("Training", ("train_batch_pairs", "learning_rate", "num_train_epochs", "warmup_proportion", "l2_penalty",
                   "seed", "use_mixed_precision")),
     ("Flow (trained jointly)", ("flow", "flow_loss", "flow_learning_rate", "flow_model_config")),
     ("Outputs and checkpoints", ("output_dir", "output_parent_dir", "exp_name", "save_checkpoints_steps",
                                  "keep_checkpoint_max", "log_every_step")),
-    ("Evaluation and devices", ("eval_batch_pairs", "predict_batch_pairs") + engine_flags.NAMES),
+    ("Evaluation and devices", ("eval_batch_pairs", "predict_batch_pairs") + engine_flags.FLAG_NAMES),
     ("The original's TPU flags (prefer --tpu)", engine_flags.ORIGINAL_TPU_NAMES),
 )
 REQUIRED = ("task_name", "data_dir")

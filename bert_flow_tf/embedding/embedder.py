@@ -1,9 +1,14 @@
-"""SentenceEmbedder: strings -> sentence vectors (tokenizer -> BertEncoder -> pooling) on any tf.distribute strategy.
+"""SentenceEmbedder: strings -> per-sentence pooling quantities (tokenizer -> BertEncoder) on any tf.distribute
+strategy.
 
 The input pipeline (`pipeline.py`, tf.data on the host) tokenizes and packs length-bucketed batches; the replica
 function only runs the encoder on int32 ids and reduces its outputs to per-sentence quantities (token means of
 chosen layers, [CLS] vectors, the pooler; see `pooling.quantities`). A forward pass stops after the deepest block
 any requested quantity needs, so `emb-avg` runs no transformer block.
+
+`encode_quantities` is the one way sentences run through BERT; sentence vectors come from
+`store.EmbeddingStore.vectors` (root None: in memory), which asks it for what it does not hold yet and combines
+the quantities into the pooling. That is what `SentenceEncoder.encode`, run_flow.py and the benches run.
 
 Legend: B = batch size, S = padded length, H = hidden size, D = embedding width, n = sentences.
 """
@@ -12,10 +17,11 @@ import tensorflow as tf
 from absl import logging
 
 from bert_flow_tf.embedding import pipeline
+from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.modeling.bert_encoder import BertEncoder
 from bert_flow_tf.modeling.tokenizer import BertTokenizer
-from bert_flow_tf.utils.progress import Progress
+from bert_flow_tf.utils import distribute
 
 
 class SentenceEmbedder(tf.Module):
@@ -30,7 +36,7 @@ class SentenceEmbedder(tf.Module):
     sentence_embedding_type: str, a name from bert_flow_tf.modeling.pooling (original names accepted).
     max_seq_length: int, tokens per sentence including [CLS] and [SEP] (64 as the original).
     strategy: tf.distribute.Strategy or None (the default strategy: one device).
-    static_shapes: bool, every batch [batch_size, one of pipeline.static_lengths()] (TPU, XLA).
+    static_shapes: bool, every batch [batch_size, one of packing.static_lengths()] (TPU, XLA).
     use_xla: bool, compile the replica function with XLA (implies static_shapes).
     tokenizer: the BertTokenizer of another embedder of the same model and max_seq_length to share (its vocabulary
       is then not read again), or None to make one.
@@ -42,14 +48,14 @@ class SentenceEmbedder(tf.Module):
     if model.config is not None and max_seq_length > model.config.max_position_embeddings:
       raise ValueError(f"max_seq_length {max_seq_length} > the model's max_position_embeddings "
                        f"{model.config.max_position_embeddings}")
-    self.model = model
+    self.loaded = model
     self.encoder = model.encoder
     self.pooling = pooling_lib.resolve(sentence_embedding_type, model.num_layers)
     self.dim = self.pooling.output_dim(model.hidden_size)
     self.max_seq_length = max_seq_length
     self.strategy = strategy or tf.distribute.get_strategy()
     self.use_xla = bool(use_xla)
-    self.static_shapes = bool(static_shapes or use_xla or isinstance(self.strategy, tf.distribute.TPUStrategy))
+    self.static_shapes = distribute.needs_static_shapes(self.strategy, static_shapes, use_xla)
     self.tokenizer = tokenizer or BertTokenizer(model.vocab_file, model.do_lower_case, max_seq_length)
     self._steps = {}
     self._pipelines = {}  # batch_size -> pipeline.InputPipeline
@@ -63,11 +69,11 @@ class SentenceEmbedder(tf.Module):
     """The per-replica function for quantity `names`: a batch dict (pipeline.py) -> (dict name -> float32
     [B, H], example_id int64 [B], valid bool [B]). Int tensors only: no string op runs in it."""
     names = tuple(sorted(names))
-    num_blocks = pooling_lib.deepest_layer(names, self.model.num_layers)
+    num_blocks = pooling_lib.deepest_layer(names, self.loaded.num_layers)
     kwargs = {"num_blocks": num_blocks} if isinstance(self.encoder, BertEncoder) else {}
 
     def replica_fn(batch):
-      inputs = {name: batch[name] for name in pipeline.INPUT_NAMES}
+      inputs = {name: batch[name] for name in packing.INPUT_NAMES}
       outputs = self.encoder(inputs, training=False, **kwargs)
       values = pooling_lib.compute_quantities(names, outputs, batch["input_mask"])
       return {k: tf.cast(v, tf.float32) for k, v in values.items()}, batch["example_id"], batch["valid"]
@@ -99,7 +105,7 @@ class SentenceEmbedder(tf.Module):
     """
     names = tuple(sorted(set(names)))
     sentences = list(sentences)
-    out = {name: np.zeros([len(sentences), self.model.hidden_size], np.float32) for name in names}
+    out = {name: np.zeros([len(sentences), self.loaded.hidden_size], np.float32) for name in names}
     if not sentences:
       return out
     if batch_size not in self._pipelines:
@@ -137,19 +143,3 @@ class SentenceEmbedder(tf.Module):
     pieces = self.tokenizer.tokenize_list(sentences)
     lengths = pieces.row_lengths().numpy() + 2
     return pieces, np.minimum(lengths, self.max_seq_length)
-
-  def encode(self, sentences, batch_size=64, show_progress=True):
-    """Embeds sentences in input order with this pooling.
-
-    Args:
-      sentences: list of str.
-      batch_size: int.
-      show_progress: bool, a progress line on stderr for long inputs.
-
-    Returns:
-      np.float32 [n, D]; deterministic (no dropout).
-    """
-    sentences = list(sentences)
-    progress = Progress("encoding", len(sentences)) if show_progress else None
-    values = self.encode_quantities(sentences, pooling_lib.quantities(self.pooling), batch_size, progress)
-    return pooling_lib.combine(self.pooling, values)

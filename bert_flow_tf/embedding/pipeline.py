@@ -7,7 +7,7 @@ next batches overlaps the encoder. Autotuning is off (`utils.tf_data`).
   dynamic shapes (CPU, GPU)   sentences are grouped by their exact length (tokens with [CLS] and [SEP]), so a
                               batch needs no padding; a length's last batch may be smaller. (Buckets 8 tokens
                               wide, padded up to a multiple of 8, cost 25% more encoder work on STS-B.)
-  static shapes (TPU, XLA)    every batch has `batch_size` rows and a length from `static_lengths()`; the rows
+  static shapes (TPU, XLA)    every batch has `batch_size` rows and a length from `packing.static_lengths`; the rows
                               that fill the last batch of a bucket are empty sentences with valid = False,
                               which the caller drops (no sentence is ever dropped, as drop_remainder would).
 
@@ -17,22 +17,13 @@ Each element is a dict: int32 [B, S] `input_word_ids`, `input_mask`, `input_type
 """
 import tensorflow as tf
 
+from bert_flow_tf.modeling import packing
 from bert_flow_tf.utils import tf_data
 
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
-STATIC_LENGTHS = (16, 32, 48, 64)
+# calibration/fit_flow.py reads these two here until FaithfulPairs._pack calls packing.pack_to_longest.
+INPUT_NAMES, static_lengths = packing.INPUT_NAMES, packing.static_lengths
 _TOKENIZE_CHUNK = 1024
 _PREFETCH_BATCHES = 8
-
-
-def static_lengths(max_seq_length):
-  """The few padded lengths of static-shape batches: STATIC_LENGTHS below max_seq_length, and max_seq_length."""
-  return tuple(sorted({b for b in STATIC_LENGTHS if b < max_seq_length} | {max_seq_length}))
-
-
-def make_dataset(sentences, tokenizer, batch_size, static_shapes=False):
-  """The batches that embed `sentences`: `InputPipeline(tokenizer, batch_size, static_shapes).dataset(sentences)`."""
-  return InputPipeline(tokenizer, batch_size, static_shapes).dataset(sentences)
 
 
 class InputPipeline:
@@ -49,8 +40,8 @@ class InputPipeline:
     self.batch_size = batch_size
     max_len = tokenizer.max_seq_length
     if static_shapes:
-      lengths = static_lengths(max_len)
-      self.boundaries = [b + 1 for b in lengths[:-1]]       # bucket k holds lengths <= lengths[k]
+      # Bucket k holds the lengths up to the k-th static length.
+      self.boundaries = [b + 1 for b in packing.static_lengths(max_len)[:-1]]
     else:
       self.boundaries = list(range(3, max_len + 1))         # one bucket per length 2..max_len
 
@@ -64,17 +55,11 @@ class InputPipeline:
     @tf.function(input_signature=[tf.TensorSpec([None], tf.int64), tf.TensorSpec([None, None], tf.int32),
                                   tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.bool)], autograph=False)
     def pack(example_id, pieces, length, truncated):
-      longest = tf.reduce_max(length)
-      if static_shapes:
-        seq_length = tf.gather(lengths, tf.argmax(tf.cast(lengths, tf.int32) >= longest))
-        rows = batch_size
-      else:
-        seq_length = longest
-        rows = tf.shape(pieces)[0]
+      del length  # the packer reads the lengths off the pieces
+      rows = batch_size if static_shapes else tf.shape(pieces)[0]
       missing = rows - tf.shape(pieces)[0]                                       # > 0 only for static shapes
       pieces = tf.pad(pieces, [[0, missing], [0, 0]], constant_values=-1)        # filler rows: empty sentences
-      ragged = tf.RaggedTensor.from_tensor(pieces, padding=-1)
-      packed = tokenizer.pack(ragged, seq_length)
+      packed = packing.pack_to_longest(tokenizer, tf.RaggedTensor.from_tensor(pieces, padding=-1), static_shapes)
       packed["example_id"] = tf.pad(example_id, [[0, missing]], constant_values=-1)
       packed["valid"] = tf.range(rows) < rows - missing
       packed["truncated"] = tf.pad(truncated, [[0, missing]])

@@ -33,7 +33,7 @@ import numpy as np
 from absl import logging
 
 from bert_flow_tf.modeling import pooling as pooling_lib
-from bert_flow_tf.modeling import presets
+from bert_flow_tf.loaders import presets
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf.utils.progress import Progress
 
@@ -77,9 +77,9 @@ def describe_model(embedder):
   Args:
     embedder: a SentenceEmbedder (its model and max_seq_length).
   """
-  model = embedder.model
+  model = embedder.loaded
   return {"store_version": STORE_VERSION, "model": model.source,
-          "model_files": model_fingerprint(presets.resolve(model.source)),
+          "model_files": model_fingerprint(presets.model_dir(model.source)),
           "vocab": model_fingerprint(model.vocab_file), "do_lower_case": model.do_lower_case,
           "max_seq_length": embedder.max_seq_length, "format": model.format}
 
@@ -168,7 +168,7 @@ class EmbeddingStore:
     self.embedder = embedder
     self.batch_size = batch_size
     self.shard_size = shard_size
-    self.width = embedder.model.hidden_size
+    self.width = embedder.loaded.hidden_size
     self.folder = None
     if root:
       description = describe_model(embedder)

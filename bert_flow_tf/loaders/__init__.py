@@ -6,14 +6,15 @@
   tf1_flow.py         the Glow of an original BERT-flow checkpoint (`bert/flow/...`) -> glow.Glow
   safetensors.py      HF-format directories with model.safetensors (read and write)
   tfhub.py            TF-Hub encoder SavedModels (read and write)
+  presets.py          named models shipped in installed packages (all-minilm-l6-v2) -> their directories
 """
 import os
 
+from bert_flow_tf.loaders import presets
 from bert_flow_tf.loaders import safetensors
 from bert_flow_tf.loaders import tf1_checkpoint
 from bert_flow_tf.loaders import tfhub
 from bert_flow_tf.loaders.loaded_model import LoadedModel
-from bert_flow_tf.modeling import presets
 from bert_flow_tf.modeling import tokenizer
 from bert_flow_tf.utils import errors
 
@@ -73,7 +74,7 @@ def load_model(model_dir, do_lower_case=None, vocab_file=None, init_checkpoint=N
     return load_tf1_files(bert_config_file, vocab_file, init_checkpoint,
                           True if do_lower_case is None else do_lower_case)
   source = model_dir
-  model_dir = presets.resolve(model_dir)
+  model_dir = presets.model_dir(model_dir)
   fmt = detect_format(model_dir)
   if fmt == "tf1":
     encoder, config = tf1_checkpoint.load_tf1_encoder(

@@ -56,34 +56,29 @@ def weight_names(encoder):
   return names
 
 
-def assign_strict(names, tensors, key, source, transpose=None, ignore=()):
-  """Assigns `tensors[key(name)]` to every variable; fails listing every gap.
+def assign_strict(targets, tensors, source, what="BERT weights", ignore=()):
+  """Fills every target from `tensors` and uses every tensor; fails listing every gap (the one strict loader).
 
   Args:
-    names: list of WeightName, from weight_names().
+    targets: list of (key, fill): key, the name in `tensors`; fill, a function of the stored array that assigns
+      it and returns None, or returns why it does not fit (str, e.g. "stored (2, 3), model (3, 2)").
     tensors: dict name -> numpy array, everything the source holds.
-    key: function WeightName -> the name in `tensors`.
-    source: str, the file or directory named in error messages.
-    transpose: function WeightName -> bool, whether to transpose the stored array.
+    source: str, the file or directory named in the error.
+    what: str, what is loaded, for the error ("BERT weights", "the Glow").
     ignore: names in `tensors` that may stay unused (e.g. an MLM head), as prefixes.
 
   Raises:
-    ValueError naming every missing tensor, every shape mismatch (with both shapes) and every unused tensor.
+    errors.UserError naming `source`, every missing tensor, every misfit and every unused tensor.
   """
   missing, mismatched, used = [], [], set()
-  for name in names:
-    k = key(name)
-    if k not in tensors:
-      missing.append(k)
+  for key, fill in targets:
+    if key not in tensors:
+      missing.append(key)
       continue
-    used.add(k)
-    value = tensors[k]
-    if transpose is not None and transpose(name):
-      value = value.T
-    if tuple(value.shape) != tuple(name.variable.shape):
-      mismatched.append(f"{k}: stored {tuple(value.shape)}, model {tuple(name.variable.shape)}")
-      continue
-    name.variable.assign(value)
+    used.add(key)
+    why = fill(tensors[key])
+    if why:
+      mismatched.append(f"{key}: {why}")
   unused = sorted(k for k in tensors if k not in used and not k.startswith(tuple(ignore)))
   problems = []
   if missing:
@@ -93,4 +88,16 @@ def assign_strict(names, tensors, key, source, transpose=None, ignore=()):
   if unused:
     problems.append(f"{len(unused)} unused tensor(s): {', '.join(unused)}")
   if problems:
-    raise errors.UserError("cannot load BERT weights: " + " | ".join(problems), str(source))
+    raise errors.UserError(f"cannot load {what}: " + " | ".join(problems), str(source))
+
+
+def fill_exact(variable, transpose=False):
+  """A `fill` for `assign_strict`: assigns the stored array (transposed first if asked) when its shape is the
+  variable's."""
+  def fill(value):
+    value = value.T if transpose else value
+    if tuple(value.shape) != tuple(variable.shape):
+      return f"stored {tuple(value.shape)}, model {tuple(variable.shape)}"
+    variable.assign(value)
+    return None
+  return fill

@@ -55,8 +55,9 @@ def load_hf_encoder(model_dir):
     raise errors.UserError(f"not a readable safetensors file, truncated or corrupt? ({e})", weights_path) from e
   tensors = {_normalise_key(k): v for k, v in stored.items()}
   encoder = BertEncoder(config).build_variables()
-  names_lib.assign_strict(names_lib.weight_names(encoder), tensors, key=lambda n: n.hf, source=weights_path,
-                          transpose=lambda n: n.hf_transposed, ignore=_IGNORED_PREFIXES)
+  names_lib.assign_strict([(n.hf, names_lib.fill_exact(n.variable, n.hf_transposed))
+                           for n in names_lib.weight_names(encoder)], tensors, source=weights_path,
+                          ignore=_IGNORED_PREFIXES)
   return encoder, config
 
 

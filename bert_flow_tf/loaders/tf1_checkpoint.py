@@ -86,7 +86,8 @@ def load_tf1_encoder(bert_config_file, init_checkpoint):
   if ignored:
     logging.info("%s: ignored %s", init_checkpoint, "; ".join(f"{kind} ({n})" for kind, n in sorted(ignored.items())))
   encoder = BertEncoder(config).build_variables()
-  names_lib.assign_strict(names_lib.weight_names(encoder), tensors, key=lambda n: n.tf1, source=init_checkpoint)
+  names_lib.assign_strict([(n.tf1, names_lib.fill_exact(n.variable)) for n in names_lib.weight_names(encoder)],
+                          tensors, source=init_checkpoint)
   return encoder, config
 
 

@@ -28,6 +28,8 @@ from absl import logging
 from glow.config import GlowConfig
 from glow.model import Glow
 
+from bert_flow_tf.loaders import names as names_lib
+
 FLOW_PREFIX = "bert/flow/"
 _STEP_RE = re.compile(r"^bert/flow/revnet_(\d+)/revnet_step_(\d+)/")
 
@@ -105,6 +107,23 @@ def _same_but_leading_ones(stored, model):
   return extra >= 0 and stored[extra:] == model and all(d == 1 for d in stored[:extra])
 
 
+def _fill_with_leading_ones(variable):
+  """An `assign_strict` fill: the stored array, with its leading 1s dropped, into `variable`."""
+  def fill(value):
+    if not _same_but_leading_ones(value.shape, variable.shape):
+      return f"stored {tuple(value.shape)}, model {tuple(variable.shape)}"
+    variable.assign(value.reshape(variable.shape))
+    return None
+  return fill
+
+
+def _check_reversal(value):
+  """An `assign_strict` fill for the fixed reversal: nothing is stored, the matrix must be the anti-diagonal."""
+  if value.ndim != 2 or not np.array_equal(value, np.eye(len(value), dtype=value.dtype)[::-1]):
+    return "not the reversal (anti-diagonal) matrix the original's permutation=true builds"
+  return None
+
+
 def _is_flow_weight(name):
   return name.startswith(FLOW_PREFIX) and not name.endswith(("/adam_m", "/adam_v"))
 
@@ -122,9 +141,9 @@ def load_tf1_flow(init_checkpoint, config=None):
 
   Raises:
     FileNotFoundError naming the missing `.index` file.
-    ValueError: no `bert/flow/` tensors; a config that disagrees with them (both listed); every missing tensor,
-      shape mismatch (both shapes), unused `bert/flow/` tensor, and a reversal matrix that is not the
-      anti-diagonal.
+    ValueError: no `bert/flow/` tensors; a config that disagrees with them (both listed).
+    errors.UserError naming the checkpoint: every missing tensor, shape mismatch (both shapes), unused
+      `bert/flow/` tensor, and a reversal matrix that is not the anti-diagonal.
   """
   if not tf.io.gfile.exists(init_checkpoint + ".index"):
     raise FileNotFoundError(f"TF1 checkpoint not found: {init_checkpoint}.index")
@@ -142,31 +161,10 @@ def load_tf1_flow(init_checkpoint, config=None):
       raise ValueError(f"--flow_model_config {_structure(config)} disagrees with the Glow stored in "
                        f"{init_checkpoint}: {_structure(stored)}")
   flow = Glow(config, dim, init="original")
-  missing, mismatched, used = [], [], set()
-  for name, variable in flow_names(flow):
-    if name not in shapes:
-      missing.append(name)
-      continue
-    used.add(name)
-    value = reader.get_tensor(name)
-    if not _same_but_leading_ones(value.shape, variable.shape):
-      mismatched.append(f"{name}: stored {tuple(value.shape)}, model {tuple(variable.shape)}")
-      continue
-    variable.assign(value.reshape(variable.shape))
-  for name in reversal_names(flow):
-    if name not in shapes:
-      missing.append(name)
-      continue
-    used.add(name)
-    value = reader.get_tensor(name)
-    if value.ndim != 2 or not np.array_equal(value, np.eye(len(value), dtype=value.dtype)[::-1]):
-      mismatched.append(f"{name}: not the reversal (anti-diagonal) matrix the original's permutation=true builds")
-  unused = sorted(set(shapes) - used)
-  problems = [f"missing {len(missing)} tensor(s): {', '.join(missing)}" if missing else "",
-              f"shape mismatch: {'; '.join(mismatched)}" if mismatched else "",
-              f"{len(unused)} unused tensor(s): {', '.join(unused)}" if unused else ""]
-  if any(problems):
-    raise ValueError(f"cannot load the Glow from {init_checkpoint}: " + " | ".join(p for p in problems if p))
-  logging.info("loaded the original's Glow from %s: %d tensors, D=%d, %s", init_checkpoint, len(used), dim,
+  tensors = {name: reader.get_tensor(name) for name in shapes}
+  targets = [(name, _fill_with_leading_ones(variable)) for name, variable in flow_names(flow)]
+  targets += [(name, _check_reversal) for name in reversal_names(flow)]
+  names_lib.assign_strict(targets, tensors, source=init_checkpoint, what="the Glow")
+  logging.info("loaded the original's Glow from %s: %d tensors, D=%d, %s", init_checkpoint, len(tensors), dim,
                _structure(config))
   return flow

@@ -19,8 +19,8 @@ import tensorflow as tf
 import tf_keras as keras
 
 from bert_flow_tf.loaders.loaded_model import LoadedModel
+from bert_flow_tf.modeling import packing
 
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 _OUTPUT_NAMES = ("pooled_output", "sequence_output", "encoder_outputs")
 
 
@@ -40,7 +40,7 @@ class _HubExport(tf.train.Checkpoint):
     self.__call__ = tf.function(self._call)
 
   def _call(self, inputs, training=False):
-    outputs = self.encoder({name: inputs[name] for name in INPUT_NAMES}, training=training)
+    outputs = self.encoder({name: inputs[name] for name in packing.INPUT_NAMES}, training=training)
     return {name: outputs[name] for name in _OUTPUT_NAMES}
 
 
@@ -60,7 +60,7 @@ def save_hub_encoder(encoder, out_dir, vocab_file=None, do_lower_case=True):
       # The asset keeps its file name in assets/; TF-Hub's BERT encoders call it vocab.txt.
       vocab_file = shutil.copyfile(vocab_file, os.path.join(tmp, "vocab.txt"))
     export = _HubExport(encoder, vocab_file, do_lower_case)
-    specs = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
+    specs = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in packing.INPUT_NAMES}
     for training in (True, False):
       export.__call__.get_concrete_function(specs, training=training)
     tf.saved_model.save(export, out_dir)
@@ -85,7 +85,7 @@ class HubEncoder(keras.layers.Layer):
     self.hub_layer = hub.KerasLayer(saved_model, trainable=True, name="hub_encoder")
 
   def call(self, inputs, training=False):
-    outputs = self.hub_layer({name: inputs[name] for name in INPUT_NAMES}, training=training)
+    outputs = self.hub_layer({name: inputs[name] for name in packing.INPUT_NAMES}, training=training)
     return {"encoder_outputs": list(outputs["encoder_outputs"]), "sequence_output": outputs["sequence_output"],
             "pooled_output": outputs["pooled_output"]}
 
@@ -133,7 +133,7 @@ def load_hub_model(model_dir, vocab_file=None, do_lower_case=None, source=None, 
     do_lower_case = bool(saved_model.do_lower_case.numpy()) if hasattr(saved_model, "do_lower_case") else True
   encoder = HubEncoder(saved_model)
   ids = tf.zeros([1, 2], tf.int32)
-  outputs = encoder({"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids})
+  outputs = encoder(packing.input_dict(ids, tf.ones_like(ids)))
   return LoadedModel(encoder, num_layers=len(outputs["encoder_outputs"]),
                              hidden_size=int(outputs["sequence_output"].shape[-1]), vocab_file=vocab,
                              do_lower_case=do_lower_case, source=source or model_dir, format="tfhub")

@@ -4,6 +4,6 @@
   layers.py        embeddings, self-attention, transformer block (Keras layers)
   bert_encoder.py  BertEncoder: input_word_ids/input_mask/input_type_ids -> sequence/pooled/encoder_outputs
   pooling.py       named poolings (last-avg, first-last-avg, ...; the original's names as aliases)
-  tokenizer.py     tensorflow-text WordPiece + packing: strings -> the three int32 inputs
-  presets.py       models shipped in installed packages (all-minilm-l6-v2)
+  tokenizer.py     tensorflow-text WordPiece: strings -> word pieces -> the three int32 inputs
+  packing.py       the input names; a batch of word pieces packed to its longest sentence (or a static length)
 """

@@ -7,6 +7,7 @@ import tf_keras as keras
 
 from bert_flow_tf.modeling import config as bert_config
 from bert_flow_tf.modeling import layers
+from bert_flow_tf.modeling import packing
 
 
 class BertEncoder(keras.layers.Layer):
@@ -61,7 +62,7 @@ class BertEncoder(keras.layers.Layer):
   def build_variables(self):
     """Creates every variable by one call on a dummy batch (loaders assign into them)."""
     ids = tf.zeros([1, 2], tf.int32)
-    self({"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids})
+    self(packing.input_dict(ids, tf.ones_like(ids)))
     return self
 
   def get_config(self):

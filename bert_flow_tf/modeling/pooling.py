@@ -55,8 +55,8 @@ class Pooling:
     return hidden_size * (len(self.layers) if self.mode == "concat" else 1)
 
 
-NAMES = ("last-avg", "last2avg", "first-last-avg", "emb-avg", "emb-last-avg", "cls", "cls-raw", "avg",
-         "avg-last-N", "avg-last-last-N", "avg-last-concat-N")
+POOLING_NAMES = ("last-avg", "last2avg", "first-last-avg", "emb-avg", "emb-last-avg", "cls", "cls-raw", "avg",
+                 "avg-last-N", "avg-last-last-N", "avg-last-concat-N")
 _ORIGINAL_NAME = re.compile(r"avg-last-(last-|concat-)?(\d+)")
 
 
@@ -84,7 +84,7 @@ def check_name(name):
   if match and int(match.group(2)) < 1:
     raise ValueError(f"{name}: N={int(match.group(2))} must be >= 1")
   if not match and name not in _fixed(1):
-    raise ValueError(f"unknown sentence_embedding_type {name!r}; allowed: {', '.join(NAMES)} (N a number)")
+    raise ValueError(f"unknown sentence_embedding_type {name!r}; allowed: {', '.join(POOLING_NAMES)} (N a number)")
   return name
 
 

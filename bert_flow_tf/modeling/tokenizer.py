@@ -22,6 +22,7 @@ import pathlib
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_flow_tf.modeling import packing
 from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 
@@ -194,7 +195,7 @@ class BertTokenizer(tf.Module):
       shape = tf.stack([ids.nrows(), tf.cast(seq_length, ids.row_splits.dtype)])
     word_ids = ids.to_tensor(default_value=self.pad_id, shape=shape)
     mask = tf.ones_like(ids).to_tensor(default_value=0, shape=shape)
-    return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": tf.zeros_like(word_ids)}
+    return packing.input_dict(word_ids, mask)
 
   def __call__(self, sentences, seq_length=None):
     """`pack(tokenize(sentences), seq_length)`: tf.string [B] -> dict of three int32 [B, S]."""

@@ -1,5 +1,6 @@
-"""What TF Serving needs from an export, checked without the server.
+"""The servable SavedModels, and what TF Serving needs from them, checked without the server.
 
+  export          writes the text, ids and search SavedModels (sentences or token ids -> calibrated vectors)
   op_audit        every op of a SavedModel, where it is registered, the oldest TF Serving release that has them
   warmup          the `assets.extra/tf_serving_warmup_requests` records (tensorflow-serving-api protos)
   session_loader  loads a SavedModel as the model server does (TF1 session, `serve` tag, signature tensor names);

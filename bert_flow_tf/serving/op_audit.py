@@ -125,7 +125,7 @@ def audit_saved_model(saved_model_dir, core_only=False, registry=None):
 
 
 def audit_export(export_dir):
-  """Audits every `<kind>/<version>/` SavedModel under an export directory (see bert_flow_tf.export).
+  """Audits every `<kind>/<version>/` SavedModel under an export directory (see bert_flow_tf.serving.export).
 
   The `ids` model must use core ops only.
 

@@ -18,6 +18,8 @@ from tensorflow_serving.apis import model_pb2
 from tensorflow_serving.apis import predict_pb2
 from tensorflow_serving.apis import prediction_log_pb2
 
+from bert_flow_tf.modeling import packing
+
 WARMUP_PATH = os.path.join("assets.extra", "tf_serving_warmup_requests")
 WARMUP_SENTENCES = ("A man is playing a guitar.", "", "Café owners in Zürich protest the new tax.",
                     "The stock market fell sharply on Monday after the report. " * 12)
@@ -51,9 +53,7 @@ def ids_model_logs(tokenizer, sentences=WARMUP_SENTENCES):
   (bert_flow_tf.modeling.tokenizer.BertTokenizer) to the longest, capped at its max_seq_length."""
   logs = []
   for batch in (sentences[:1], sentences):
-    pieces = tokenizer.tokenize(tf.constant(batch, tf.string))
-    seq_length = min(int(tf.reduce_max(pieces.row_lengths())) + 2, tokenizer.max_seq_length)
-    packed = tokenizer.pack(pieces, seq_length)
+    packed = packing.pack_to_longest(tokenizer, tokenizer.tokenize(tf.constant(batch, tf.string)))
     logs.append(predict_log("serving_default", {k: v.numpy() for k, v in packed.items()}))
   return logs
 

@@ -1,7 +1,7 @@
 """Supervised siamese fine-tuning on NLI / STS pairs (the paper's "BERT-NLI" setting), optionally with a joint flow.
 
   config.py    SiameseConfig: every setting of a run, checked when built
-  data.py      tokenize, pack, batch order and tf.data batches of sentence pairs
+  data.py      sentence pairs -> word-piece arrays -> packed features -> tf.data batches
   model.py     SiameseModel (shared BERT + pooling + optional Glow, NLI classifier) and the supervised loss
   trainer.py   Trainer: optimizers, checkpoints, the distributed train step, inference and metrics
   runner.py    run(): train, export the encoder, evaluate, predict; the files it writes

@@ -55,8 +55,8 @@ class SiameseConfig:
     use_mixed_precision: bool. bfloat16 on TPU, float16 with loss scaling elsewhere; the encoder is built under
       the mixed policy (the flow and the losses stay float32).
     use_xla: bool. jit_compile the forward/backward pass.
-    static_shapes: bool. Pad every batch to max_seq_length (forced on TPU); otherwise each batch is cut to its
-      longest sentence.
+    static_shapes: bool. Pad every batch to max_seq_length (forced on TPU and with use_xla:
+      `distribute.needs_static_shapes`); otherwise each batch is cut to its longest sentence.
   """
   task_name: str
   data_dir: str

@@ -8,19 +8,20 @@ Legend: N = pairs, S = sequence length.
 import numpy as np
 import tensorflow as tf
 
+from bert_flow_tf.modeling import packing
 from bert_flow_tf.utils import tf_data
 
 SPLITS = ("train", "dev", "test")
 
 
-def tokenize(tokenizer, sentences, max_pieces):
+def piece_arrays(tokenizer, sentences, max_pieces):
   """list of str -> list of np.int32 word-piece id arrays, each cut to `max_pieces`."""
   ragged = tokenizer.tokenize_list(sentences)
   values, splits = ragged.flat_values.numpy(), ragged.row_splits.numpy()
   return [values[s:min(e, s + max_pieces)] for s, e in zip(splits[:-1], splits[1:])]
 
 
-def pack(pieces, tokenizer, seq_length):
+def pack_arrays(pieces, tokenizer, seq_length):
   """`tokenizer.pack` for a list of N id arrays -> (ids, mask) np.int32 [N, S]."""
   values = np.concatenate(pieces).astype(np.int32) if pieces else np.zeros([0], np.int32)
   ragged = tf.RaggedTensor.from_row_lengths(values, np.array([len(p) for p in pieces], np.int64))
@@ -67,32 +68,32 @@ def make_features(pair_sets, task, tokenizer, max_seq_length, dupe_factor=1, num
   if num_examples >= 0:
     labeled[:] = 0.0
     labeled[rng.permutation(n)[:num_examples]] = 1.0
-  pieces_a = tokenize(tokenizer, sentences_a, max_seq_length - 2)
-  pieces_b = tokenize(tokenizer, sentences_b, max_seq_length - 2)
+  pieces_a = piece_arrays(tokenizer, sentences_a, max_seq_length - 2)
+  pieces_b = piece_arrays(tokenizer, sentences_b, max_seq_length - 2)
   if dupe_factor > 1 and tokenizer.mask_id is None:
     raise ValueError(f"dupe_factor={dupe_factor} needs a [MASK] token, which the vocab lacks")
   copies_a, copies_b = [pieces_a], [pieces_b]
   for _ in range(dupe_factor - 1):
     copies_a.append(mask_one_piece(pieces_a, tokenizer.mask_id, rng))
     copies_b.append(mask_one_piece(pieces_b, tokenizer.mask_id, rng))
-  ids_a, mask_a = pack(sum(copies_a, []), tokenizer, max_seq_length)
-  ids_b, mask_b = pack(sum(copies_b, []), tokenizer, max_seq_length)
+  ids_a, mask_a = pack_arrays(sum(copies_a, []), tokenizer, max_seq_length)
+  ids_b, mask_b = pack_arrays(sum(copies_b, []), tokenizer, max_seq_length)
   return {"ids_a": ids_a, "mask_a": mask_a, "ids_b": ids_b, "mask_b": mask_b,
           "label": np.tile(labels, dupe_factor), "labeled": np.tile(labeled, dupe_factor),
           "is_real": np.ones([n * dupe_factor], np.float32)}
 
 
 def _trim_to_longest(batch):
-  """Cuts each side of a padded batch to its longest sentence (dynamic S)."""
+  """Cuts each side of a padded batch to its longest sentence (dynamic S, `packing.padded_length`)."""
   out = dict(batch)
   for side in ("a", "b"):
-    length = tf.reduce_max(tf.reduce_sum(batch[f"mask_{side}"], axis=1))
+    length = packing.padded_length(tf.reduce_sum(batch[f"mask_{side}"], axis=1), tf.shape(batch[f"ids_{side}"])[1])
     out[f"ids_{side}"] = batch[f"ids_{side}"][:, :length]
     out[f"mask_{side}"] = batch[f"mask_{side}"][:, :length]
   return out
 
 
-def make_dataset(features, batch_size, static_shapes, order=None):
+def pair_dataset(features, batch_size, static_shapes, order=None):
   """Batches features (rows in `order`, default as given) into a tf.data.Dataset, dropping a partial batch."""
   if order is not None:
     features = {k: v[order] for k, v in features.items()}

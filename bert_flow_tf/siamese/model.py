@@ -19,11 +19,12 @@ import tf_keras as keras
 
 import glow
 from bert_flow_tf import loaders
+from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.utils import distribute
 
 
-def load_encoder(config):
+def load_bert(config):
   """loaders.LoadedModel from the config's model directory / preset, or from the three TF1 files."""
   return loaders.load_model(config.model, do_lower_case=config.do_lower_case, vocab_file=config.vocab_file,
                             init_checkpoint=config.init_checkpoint, bert_config_file=config.bert_config_file)
@@ -70,7 +71,7 @@ class SiameseModel(tf.Module):
 
   def embed(self, ids, mask, training):
     """int32 [B, S] ids and mask -> (embedding float32 [B, D'], flow NLL float32 [B] bits/dim or None)."""
-    inputs = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": tf.zeros_like(ids)}
+    inputs = packing.input_dict(ids, mask)
     pooled = tf.cast(pooling_lib.pool(self.pooling, self.encoder(inputs, training=training), mask),
                      tf.float32)                                                     # [B, D]
     nll = None

@@ -46,12 +46,12 @@ class Trainer:
     self.task = task
     self.strategy = strategy
     self.num_train_steps = num_train_steps
-    self.static_shapes = config.static_shapes or distribute.is_tpu(strategy)
+    self.static_shapes = distribute.needs_static_shapes(strategy, config.static_shapes, config.use_xla)
     self.policy = distribute.mixed_precision_policy(strategy, config.use_mixed_precision)
     keras.utils.set_random_seed(config.seed)
     with strategy.scope():
       with distribute.policy_scope(self.policy):
-        self.loaded = model_lib.load_encoder(config)
+        self.loaded = model_lib.load_bert(config)
       if self.loaded.config is not None and config.max_seq_length > self.loaded.config.max_position_embeddings:
         raise ValueError(f"max_seq_length {config.max_seq_length} > the model's max_position_embeddings "
                          f"{self.loaded.config.max_position_embeddings}")
@@ -146,7 +146,7 @@ class Trainer:
     order = order_lib.batch_order(len(features["label"]), c.train_batch_size, self.num_train_steps,
                                   c.seed).reshape(-1)
     order = order[start * c.train_batch_size:end * c.train_batch_size]
-    dataset = siamese_data.make_dataset(features, c.train_batch_size, self.static_shapes, order)
+    dataset = siamese_data.pair_dataset(features, c.train_batch_size, self.static_shapes, order)
     iterator = iter(self.strategy.experimental_distribute_dataset(dataset))
     logging.info("training steps %d..%d of %d (%d pairs x dupe_factor %d, global batch %d, %d replica(s))",
                  start, end, self.num_train_steps, len(features["label"]) // c.dupe_factor, c.dupe_factor,
@@ -177,7 +177,7 @@ class Trainer:
     features = self.features(pair_sets)
     n = len(features["label"])
     features = siamese_data.pad_rows(features, batch_size)
-    dataset = siamese_data.make_dataset(features, batch_size, self.static_shapes)
+    dataset = siamese_data.pair_dataset(features, batch_size, self.static_shapes)
     if self._eval_step is None:
       def replica_fn(batch):
         out = self.model(batch, training=False)

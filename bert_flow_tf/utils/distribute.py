@@ -91,6 +91,11 @@ def is_tpu(strategy):
   return isinstance(strategy, tf.distribute.TPUStrategy)
 
 
+def needs_static_shapes(strategy, static_shapes=False, use_xla=False):
+  """Whether every batch must have a static shape: when asked (`static_shapes`), under XLA or on a TPU."""
+  return bool(static_shapes or use_xla or is_tpu(strategy))
+
+
 def mixed_precision_policy(strategy, use_mixed_precision):
   """"mixed_bfloat16" on TPU, "mixed_float16" elsewhere when `use_mixed_precision`, else "float32"."""
   if not use_mixed_precision:

@@ -21,6 +21,7 @@ from bert_flow_tf.beam import shards
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore, sentence_keys
 from bert_flow_tf.modeling import pooling as pooling_lib
+from tests.embedding.engine_vectors import engine_vectors
 from tests.tiny_runs import REPO, tiny_model_dir
 
 POOLING = "first-last-avg"   # two quantities: mean-1 and mean-3
@@ -80,7 +81,7 @@ def test_the_store_then_serves_every_sentence_without_bert_with_embedder_vectors
   assert store.folder == summary["folder"]
   got = store.vectors(sentences, embedder.pooling, show_progress=False)
   assert store.encoded == 0                                          # no BERT work
-  want = embedder.encode(sentences, batch_size=64, show_progress=False)
+  want = engine_vectors(embedder, sentences, 64)
   assert np.max(np.abs(got - want)) <= 1e-6
 
 

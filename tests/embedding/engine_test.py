@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from bert_flow_tf.embedding import pipeline
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
+from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
 from tests.embedding.tiny_model import SENTENCES, tiny_model
 
@@ -12,6 +13,12 @@ from tests.embedding.tiny_model import SENTENCES, tiny_model
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
   return tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+def encode(embedder, sentences, batch_size):
+  """The engine alone (no store): `encode_quantities` combined into the embedder's pooling, np.float32 [n, D]."""
+  names = pooling_lib.quantities(embedder.pooling)
+  return pooling_lib.combine(embedder.pooling, embedder.encode_quantities(sentences, names, batch_size))
 
 
 def one_at_a_time(embedder, sentences):
@@ -26,13 +33,13 @@ def one_at_a_time(embedder, sentences):
 @pytest.mark.parametrize("static_shapes", [False, True])
 def test_pipeline_keeps_every_sentence_once(model, static_shapes):
   embedder = SentenceEmbedder(model, "last-avg", max_seq_length=16)
-  batches = list(pipeline.make_dataset(SENTENCES, embedder.tokenizer, 4, static_shapes))
+  batches = list(pipeline.InputPipeline(embedder.tokenizer, 4, static_shapes).dataset(SENTENCES))
   ids = np.concatenate([b["example_id"].numpy()[b["valid"].numpy()] for b in batches])
   assert sorted(ids.tolist()) == list(range(len(SENTENCES)))
   lengths = {int(b["input_word_ids"].shape[1]) for b in batches}
   if static_shapes:
     assert all(b["input_word_ids"].shape[0] == 4 for b in batches)
-    assert lengths <= set(pipeline.static_lengths(16))
+    assert lengths <= set(packing.static_lengths(16))
     assert sum(int((~b["valid"].numpy()).sum()) for b in batches) > 0   # filler rows exist and are flagged
   else:
     for b in batches:                                                      # no padding at all
@@ -43,12 +50,12 @@ def test_pipeline_keeps_every_sentence_once(model, static_shapes):
 def test_pipeline_runs_without_autotuning(model):
   # With autotuning on, deleting a finished iterator could stall for tens of seconds (utils/tf_data.py).
   embedder = SentenceEmbedder(model, "last-avg", max_seq_length=16)
-  assert pipeline.make_dataset(SENTENCES, embedder.tokenizer, 4).options().autotune.enabled is False
+  assert pipeline.InputPipeline(embedder.tokenizer, 4).dataset(SENTENCES).options().autotune.enabled is False
 
 
 def test_single_device_matches_one_sentence_at_a_time(model):
   embedder = SentenceEmbedder(model, "first-last-avg", max_seq_length=16)
-  np.testing.assert_allclose(embedder.encode(SENTENCES, batch_size=4), one_at_a_time(embedder, SENTENCES),
+  np.testing.assert_allclose(encode(embedder, SENTENCES, 4), one_at_a_time(embedder, SENTENCES),
                              atol=1e-5)
 
 
@@ -56,16 +63,16 @@ def test_single_device_matches_one_sentence_at_a_time(model):
 def test_one_batch_without_tf_data_matches_the_pipeline(model, static_shapes):
   # 23 sentences in one batch of 32 take the eager path (mixed lengths, padded); in batches of 4, the tf.data one.
   embedder = SentenceEmbedder(model, "first-last-avg", max_seq_length=16, static_shapes=static_shapes)
-  np.testing.assert_allclose(embedder.encode(SENTENCES, batch_size=32), embedder.encode(SENTENCES, batch_size=4),
+  np.testing.assert_allclose(encode(embedder, SENTENCES, 32), encode(embedder, SENTENCES, 4),
                              atol=1e-5)
-  assert embedder.encode([], batch_size=32).shape == (0, embedder.dim)
+  assert encode(embedder, [], 32).shape == (0, embedder.dim)
 
 
 @pytest.mark.distributed
 def test_mirrored_strategy_matches_single_device_in_input_order(model, cpu_strategy):
-  single = SentenceEmbedder(model, "first-last-avg", max_seq_length=16).encode(SENTENCES, batch_size=5)
+  single = encode(SentenceEmbedder(model, "first-last-avg", max_seq_length=16), SENTENCES, 5)
   mirrored = SentenceEmbedder(model, "first-last-avg", max_seq_length=16, strategy=cpu_strategy)
-  got = mirrored.encode(SENTENCES, batch_size=5)    # 23 sentences: partial batches split unevenly
+  got = encode(mirrored, SENTENCES, 5)    # 23 sentences: partial batches split unevenly
   np.testing.assert_allclose(got, single, atol=1e-5)
   np.testing.assert_array_equal(got[0], got[2])
 
@@ -74,12 +81,12 @@ def test_mirrored_strategy_matches_single_device_in_input_order(model, cpu_strat
 def test_xla_on_static_shapes_matches_the_dynamic_path(tmp_path, cpu_strategy):
   # A one-block BERT: the test compiles it twice (one device, then each replica), and compiling grows with blocks.
   model = tiny_model(tmp_path, num_layers=1)
-  dynamic = SentenceEmbedder(model, "last2avg", max_seq_length=16).encode(SENTENCES, batch_size=4)
+  dynamic = encode(SentenceEmbedder(model, "last2avg", max_seq_length=16), SENTENCES, 4)
   xla = SentenceEmbedder(model, "last2avg", max_seq_length=16, use_xla=True)
   assert xla.static_shapes
-  np.testing.assert_allclose(xla.encode(SENTENCES, batch_size=4), dynamic, atol=1e-4)
+  np.testing.assert_allclose(encode(xla, SENTENCES, 4), dynamic, atol=1e-4)
   both = SentenceEmbedder(model, "last2avg", max_seq_length=16, strategy=cpu_strategy, use_xla=True)
-  np.testing.assert_allclose(both.encode(SENTENCES, batch_size=4), dynamic, atol=1e-4)
+  np.testing.assert_allclose(encode(both, SENTENCES, 4), dynamic, atol=1e-4)
 
 
 def _graph_ops(concrete):
@@ -90,7 +97,7 @@ def _graph_ops(concrete):
 
 def test_replica_function_holds_no_string_op(model):
   embedder = SentenceEmbedder(model, "cls", max_seq_length=16)
-  batch = next(iter(pipeline.make_dataset(SENTENCES, embedder.tokenizer, 4)))
+  batch = next(iter(pipeline.InputPipeline(embedder.tokenizer, 4).dataset(SENTENCES)))
   concrete = embedder.replica_function(["mean-0", "mean-3", "cls-3", "pooler"]).get_concrete_function(batch)
   nodes = _graph_ops(concrete)
   assert any(n.op == "MatMul" or n.op == "BatchMatMulV2" for n in nodes)   # the encoder is inside
@@ -102,7 +109,7 @@ def test_replica_function_holds_no_string_op(model):
 
 def test_emb_avg_runs_no_transformer_block(model):
   embedder = SentenceEmbedder(model, "emb-avg", max_seq_length=16)
-  batch = next(iter(pipeline.make_dataset(SENTENCES, embedder.tokenizer, 4)))
+  batch = next(iter(pipeline.InputPipeline(embedder.tokenizer, 4).dataset(SENTENCES)))
   only_embeddings = _graph_ops(embedder.replica_function(["mean-0"]).get_concrete_function(batch))
   assert not [n for n in only_embeddings if "layer_0" in n.name]
   with_blocks = _graph_ops(embedder.replica_function(["mean-1"]).get_concrete_function(batch))

@@ -8,6 +8,7 @@ from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.embedding.store import model_fingerprint
 from bert_flow_tf.modeling import pooling as pooling_lib
+from tests.embedding.engine_vectors import engine_vectors
 from tests.embedding.tiny_model import SENTENCES, tiny_model
 
 
@@ -30,7 +31,7 @@ def test_each_distinct_sentence_is_encoded_once_and_kept_on_disk(tmp_path, model
   first = store.vectors(SENTENCES, pooling_lib.resolve("first-last-avg", 3))
   assert store.encoded == len(set(SENTENCES))                        # duplicates encoded once
   # Other batches (the store encodes each distinct sentence once) may round differently in the last bit.
-  np.testing.assert_allclose(first, embedder(model, "first-last-avg").encode(SENTENCES, batch_size=4), atol=1e-6)
+  np.testing.assert_allclose(first, engine_vectors(embedder(model, "first-last-avg"), SENTENCES, 4), atol=1e-6)
   # A sentence shared by two lists (splits, datasets) is not encoded again, by this store or a new one.
   store.vectors(SENTENCES[:3] + ["a new one"], pooling_lib.resolve("first-last-avg", 3))
   assert store.encoded == len(set(SENTENCES)) + 1
@@ -47,7 +48,7 @@ def test_a_pooling_needing_only_stored_quantities_runs_no_bert(tmp_path, model):
   last = store.vectors(SENTENCES, pooling_lib.resolve("last-avg", 3))
   assert store.encoded == before
   # Another graph (one quantity instead of two) may round differently in the last bit.
-  np.testing.assert_allclose(last, embedder(model, "last-avg").encode(SENTENCES, batch_size=4), atol=1e-6)
+  np.testing.assert_allclose(last, engine_vectors(embedder(model, "last-avg"), SENTENCES, 4), atol=1e-6)
   store.vectors(SENTENCES, pooling_lib.resolve("emb-avg", 3))       # needs mean-0: encoded now, once
   assert store.encoded == 2 * before
 
@@ -58,7 +59,7 @@ def test_several_poolings_in_one_pass(tmp_path, model):
   store.get(SENTENCES, {q for p in poolings for q in pooling_lib.quantities(p)})
   assert store.encoded == len(set(SENTENCES))
   for p in poolings:
-    np.testing.assert_allclose(store.vectors(SENTENCES, p), embedder(model, p.name).encode(SENTENCES, 4),
+    np.testing.assert_allclose(store.vectors(SENTENCES, p), engine_vectors(embedder(model, p.name), SENTENCES, 4),
                                atol=1e-6)
   assert store.encoded == len(set(SENTENCES))
 

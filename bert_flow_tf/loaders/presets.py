@@ -20,7 +20,7 @@ PRESETS = {
 DEFAULT = "all-minilm-l6-v2"
 
 
-def resolve(name_or_dir):
+def model_dir(name_or_dir):
   """Returns the directory for a preset name, or the argument unchanged when it is not a preset."""
   if name_or_dir in PRESETS:
     return PRESETS[name_or_dir][1]()

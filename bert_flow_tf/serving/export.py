@@ -43,6 +43,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_flow_tf import search
+from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.utils import io_utils
 
@@ -104,8 +105,7 @@ class _IdsEmbedder(tf.Module):
 
   @tf.function(input_signature=[_IDS_SPEC, _IDS_SPEC, _IDS_SPEC])
   def serve_ids(self, input_word_ids, input_mask, input_type_ids):
-    inputs = {"input_word_ids": input_word_ids, "input_mask": input_mask, "input_type_ids": input_type_ids}
-    return {"embeddings": self.embed_ids(inputs)}
+    return {"embeddings": self.embed_ids(packing.input_dict(input_word_ids, input_mask, input_type_ids))}
 
 
 class _TextEmbedder(_IdsEmbedder):
@@ -126,11 +126,7 @@ class _TextEmbedder(_IdsEmbedder):
 
   def embed_text(self, sentences):
     """tf.string [B] -> float32 [B, D], each batch padded to its longest sentence (capped at max_seq_length)."""
-    pieces = self.tokenizer.tokenize(sentences)  # ragged int32 [B, (pieces)]
-    lengths = tf.cast(pieces.row_lengths(), tf.int32)  # [B]
-    longest = tf.reduce_max(tf.concat([[0], lengths], axis=0)) + 2  # [CLS] and [SEP]; 2 for an empty batch
-    seq_length = tf.clip_by_value(longest, 2, self.tokenizer.max_seq_length)
-    return self.embed_ids(self.tokenizer.pack(pieces, seq_length))
+    return self.embed_ids(packing.pack_to_longest(self.tokenizer, self.tokenizer.tokenize(sentences)))
 
   @tf.function(input_signature=[_TEXT_SPEC])
   def serve_text(self, sentences):
@@ -254,7 +250,7 @@ def export_models(embedder, flow, export_dir, version=1, overwrite=False):
 
 def export_info(embedder, flow, version):
   """The JSON-ready description written to export_info.json."""
-  model = embedder.model
+  model = embedder.loaded
   affine = isinstance(flow, Affine)
   return {
       "model_source": str(model.source),
