@@ -22,7 +22,9 @@ from absl import logging
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf import data
 from bert_flow_tf import evaluation
+from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import fit_flow as fit_flow_lib
+from bert_flow_tf.calibration import store_stream
 from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf.modeling import pooling as pooling_lib
@@ -58,6 +60,10 @@ class ExperimentConfig:
       files (bert_flow_tf/analysis/report.py; loads matplotlib and wordfreq only then).
     output_dir: str; cache_dir: str or None (the embedding store's folder; None keeps vectors in memory);
       batch_size: int (encoding).
+    fit_from_store: bool, fit the own data's target flow and whitening baselines by reading the store on disk
+      (cache_dir) block by block, in memory that does not grow with the fit set (`calibration.store_stream`): each
+      distinct fit sentence once, paired with the next row of its shard. Needs cache_dir, cached flow_mode,
+      `custom` and no other fit set (`fit_from_store_problem`).
     strategy: tf.distribute.Strategy or None (the default) for embedding and for faithful-mode flow fits;
       static_shapes, use_xla: bool (see SentenceEmbedder, FaithfulPairs). Cached-mode flows and baselines fit on
       the default device.
@@ -83,6 +89,7 @@ class ExperimentConfig:
   static_shapes: bool = False
   use_xla: bool = False
   custom: object = None
+  fit_from_store: bool = False
 
   def __post_init__(self):
     if not self.eval_tasks and self.custom is None:
@@ -97,6 +104,35 @@ class ExperimentConfig:
       raise ValueError(f"unknown flow_mode {self.flow_mode!r}; allowed: {', '.join(fit_flow_lib.MODES)}")
     for name in self.baselines:
       baselines.make_baseline(name)
+    problem = self.fit_from_store and fit_from_store_problem(bool(self.cache_dir), self.flow_mode,
+                                                             self.custom is not None, self.eval_tasks, self.fit_on,
+                                                             self.baselines)
+    if problem:
+      raise ValueError(f"fit_from_store: {problem}")
+
+
+def fit_from_store_problem(store_on_disk, flow_mode, own_data, eval_tasks, fit_on, baseline_names):
+  """Why `fit_from_store` cannot apply to these ExperimentConfig settings (named as run_flow.py's flags), or None.
+
+  Args:
+    store_on_disk: bool, cache_dir is a folder; own_data: bool, `custom` is given;
+    flow_mode, eval_tasks, fit_on: as ExperimentConfig; baseline_names: ExperimentConfig.baselines.
+  """
+  if not store_on_disk:
+    return "it reads the embedding store on disk, and cache_dir is unset or '' (in memory)"
+  if flow_mode != "cached":
+    return f"it reads stored vectors, and flow_mode={flow_mode} embeds every step"
+  if not own_data:
+    return "it fits on own sentences (train_file, or eval_file), and there are none"
+  if eval_tasks and ("target" in fit_on or baseline_names):
+    return (f"it streams one fit set, the own sentences, and eval_tasks={','.join(eval_tasks)} fits target "
+            "calibrations on each task's sentences in memory")
+  if "nli" in fit_on:
+    return "it streams the own sentences, and fit_on=nli fits a flow on NLI in memory"
+  for name in baseline_names:
+    if not isinstance(baselines.make_baseline(name), baselines.Whitening):
+      return f"it fits whitening baselines only, and baselines={name} needs every vector at once"
+  return None
 
 
 def target_pairsets(task, use_full_for_training, one_pass_full):
@@ -195,7 +231,8 @@ class Experiment:
   def _fit(self, fit_on, label, pairsets, fit_config):
     flow_dir = os.path.join(self.config.output_dir, "flows", f"{fit_on}-{label}")
     provenance = {"model": self.config.model.source, "sentence_embedding_type": self.embedder.pooling.name,
-                  "max_seq_length": self.embedder.max_seq_length, "mode": self.config.flow_mode}
+                  "max_seq_length": self.embedder.max_seq_length, "mode": self.config.flow_mode,
+                  **({"pairs": store_stream.PAIR_SOURCE} if self.config.fit_from_store else {})}
     if os.path.isfile(os.path.join(flow_dir, fit_flow_lib.FLOW_INFO)):
       try:
         info = fit_flow_lib.check_fitted_flow(flow_dir, fit=fit_config, provenance=provenance)
@@ -204,7 +241,9 @@ class Experiment:
       if info.get("complete"):
         logging.info("flow %s-%s already fitted in %s; reusing it", fit_on, label, flow_dir)
         return fit_flow_lib.load_fitted_flow(flow_dir)
-    if self.config.flow_mode == "cached":
+    if self.config.fit_from_store:
+      pairs = store_stream.StreamedPairs(self._stored_fit_set(pairsets))
+    elif self.config.flow_mode == "cached":
       pairs = fit_flow_lib.CachedPairs(*self._pairs_vectors(pairsets))
     else:
       pairs = fit_flow_lib.FaithfulPairs(self.embedder, [s for p in pairsets for s in p.sentences_a],
@@ -212,6 +251,11 @@ class Experiment:
     with self.timer.stage(f"fit flow ({fit_on})"):
       flow, _ = fit_flow_lib.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{label}", provenance=provenance)
     return flow
+
+  def _stored_fit_set(self, pairsets):
+    """The fit sentences of `pairsets` in the store on disk, read block by block (config.fit_from_store)."""
+    return store_stream.fit_set(self.store.folder, self.embedder.pooling,
+                                [s for p in pairsets for s in (*p.sentences_a, *p.sentences_b)])
 
   def nli_flow(self):
     if NLI_FLOW not in self.flows:
@@ -250,7 +294,7 @@ class Experiment:
   def _calibrations(self, dataset, fit_sets):
     """Fits every asked calibration of one dataset: list of (method, fit_on, transform [N, D] -> [N, D'])."""
     c, out = self.config, []
-    if fit_sets and self._fit_vectors_stored():
+    if fit_sets and self._fit_vectors_stored() and not c.fit_from_store:
       self._report_isotropy(dataset, fit_sets)
     if "target" in c.fit_on:
       flow = self._fit("target", dataset, fit_sets, c.target_fit)
@@ -259,10 +303,10 @@ class Experiment:
     if "nli" in c.fit_on:
       out.append(("flow", "nli", functools.partial(fit_flow_lib.transform, self.nli_flow())))
     if c.baselines:
-      fit_x = np.concatenate(self._pairs_vectors(fit_sets))
+      fit_x = self._stored_fit_set(fit_sets) if c.fit_from_store else np.concatenate(self._pairs_vectors(fit_sets))
       with self.timer.stage("fit baselines"):
         for name in c.baselines:
-          calibration = baselines.make_baseline(name).fit(fit_x)
+          calibration = calibrator.fit(name, fit_x).baseline
           self.baselines[(dataset, calibration.name)] = calibration
           out.append((calibration.name, "target", calibration.transform))
     return out

@@ -1,15 +1,17 @@
-"""Calibrations fitted from the embedding store shard by shard, in memory that does not grow with the corpus.
+"""Calibrations fitted from the embedding store block by block, in memory that does not grow with the corpus.
 
 The in-memory path (`fit_flow.CachedPairs`, `baselines.Whitening.fit`) holds every vector; it stays the default
-where they fit. Here a pooling's vectors are read from the store shard by shard, in blocks of rows (`StoreShards`),
+where they fit. Here a pooling's vectors are read from the store's shards in blocks of rows (`StoreShards`: the npz
+members memory-mapped, only a block's pages touched), optionally restricted to a fit set's sentences (`fit_set`),
 so the peak memory is a few blocks plus a shuffle buffer of a fixed size in MB, whatever the number of sentences:
 
-  StreamedPairs   the flow's pairs through tf.data: shards in a seeded order per epoch, interleaved, rows paired
-                  within their shard (`data.pairs.consecutive_pairs`: rows 2i and 2i+1, an odd last row with
-                  the shard's first, as a sentences file's lines pair up), shuffled across shards in a buffer,
-                  batched. Each pair is copied into its own [2, D] tensor before the buffer: a row sliced from a
-                  block would share (and so keep alive) the whole block's memory while it waits in the buffer. The pair loss and step count are fit_flow's (num_pairs / batch_size * epochs, a
-                  partial batch carried on).
+  StreamedPairs   the flow's pairs through tf.data: shards in a seeded order per epoch, read side by side a block at
+                  a time, rows paired within their shard (`data.pairs.consecutive_pairs`: rows 2i and 2i+1, an odd
+                  last row with the shard's first, as a sentences file's lines pair up), shuffled across shards in a
+                  buffer (DEFAULT_SHUFFLE_MB), batched. Each pair is copied into its own [2, D] tensor before the
+                  buffer: a row sliced from a block shares (so keeps alive) the whole block while it waits there.
+                  The pair loss and step count are fit_flow's (num_pairs / batch_size * epochs, a partial batch
+                  carried on).
   fit_whitening   BERT-whitening's mean and covariance merged block by block (Chan et al.'s pairwise update), the
                   same SVD and floor as `baselines.Whitening`.
 
@@ -28,12 +30,14 @@ import tensorflow as tf
 import glow
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.data import pairs as pairs_lib
+from bert_flow_tf.embedding import store as store_lib
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.utils import tf_data
 
 DEFAULT_SHUFFLE_MB = 16    # the shuffle buffer: 5,461 pairs at D=384, 2,730 at D=768
 BLOCK_ROWS = 1024          # rows read at a time for pairs: 1.5 MB at D=384
 MOMENT_BLOCK_ROWS = 8192   # rows read at a time for whitening's moments: 24 MB in float64 at D=384
+PAIR_SOURCE = "streamed from the embedding store"   # a streamed fit's flow.json: provenance["pairs"]
 
 
 class StoreShards:
@@ -96,6 +100,11 @@ class StoreShards:
     length = int(self.rows[index])
     for start in range(0, length, rows):
       yield start, self.block(index, start, min(rows, length - start))
+
+
+def fit_set(folder, pooling, sentences):
+  """StoreShards of `sentences` (each distinct one once, in the store's order) in the store folder `folder`."""
+  return StoreShards(folder, pooling, keys=np.unique(store_lib.sentence_keys(sentences)))
 
 
 def _contains(sorted_keys, keys):
