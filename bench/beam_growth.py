@@ -191,7 +191,7 @@ def main():
                             env)
       rows.append({"sentences": n, "stage": stage, "wall_s": wall, "peak_rss_mb": rss, **got})
       print(json.dumps(rows[-1]), flush=True)
-    if size in [int(s) for s in args.beam_sizes.split(",")]:
+    if size in [int(s) for s in args.beam_sizes.split(",") if s]:
       for workers in [int(w) for w in args.beam_workers.split(",")]:
         cache = work / f"beam_{n}_{workers}"
         wall, rss, got = _run([args.beam_python, "-m", "bert_flow_tf.beam", f"--input_pattern={corpus}",
