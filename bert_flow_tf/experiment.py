@@ -119,19 +119,19 @@ def fit_from_store_problem(store_on_disk, flow_mode, own_data, eval_tasks, fit_o
     flow_mode, eval_tasks, fit_on: as ExperimentConfig; baseline_names: ExperimentConfig.baselines.
   """
   if not store_on_disk:
-    return "it reads the embedding store on disk, and cache_dir is unset or '' (in memory)"
+    return "fitting from the store reads the store on disk; cache_dir is unset or '' (in memory)"
   if flow_mode != "cached":
-    return f"it reads stored vectors, and flow_mode={flow_mode} embeds every step"
+    return f"fitting from the store reads stored vectors; flow_mode={flow_mode} embeds every step"
   if not own_data:
-    return "it fits on own sentences (train_file, or eval_file), and there are none"
+    return "fitting from the store needs own sentences (train_file or eval_file); there are none"
   if eval_tasks and ("target" in fit_on or baseline_names):
-    return (f"it streams one fit set, the own sentences, and eval_tasks={','.join(eval_tasks)} fits target "
-            "calibrations on each task's sentences in memory")
+    return (f"fitting from the store streams one fit set, the own sentences; eval_tasks={','.join(eval_tasks)} "
+            "fits target calibrations on each task's sentences in memory")
   if "nli" in fit_on:
-    return "it streams the own sentences, and fit_on=nli fits a flow on NLI in memory"
+    return "fitting from the store streams the own sentences; fit_on=nli fits a flow on NLI in memory"
   for name in baseline_names:
     if not isinstance(baselines.make_baseline(name), baselines.Whitening):
-      return f"it fits whitening baselines only, and baselines={name} needs every vector at once"
+      return f"fitting from the store fits whitening baselines only; baselines={name} needs every vector at once"
   return None
 
 
