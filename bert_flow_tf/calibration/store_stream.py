@@ -64,19 +64,19 @@ class StoreShards:
         raise ValueError(f"{folder}: the shards of {name!r} ({len(files[name])}) are not those of "
                          f"{self.names[0]!r} ({len(shards)}); a store written before shards were named by "
                          "their keys: stream a one-quantity pooling or refill the store")
-    self.shards, self._selected = [], []                         # per shard: int32 [k] rows read, or None (all)
+    self.shards, self._selected, rows = [], [], []               # per shard: int32 [k] rows read, or None (all)
     for shard in shards:
       stored = _npy_member(os.path.join(folder, self.names[0], shard), "keys")
       selected = None if keys is None else np.flatnonzero(_contains(keys, stored)).astype(np.int32)
       if selected is None or len(selected):
         self.shards.append(shard)
         self._selected.append(selected)
+        rows.append(len(stored) if selected is None else len(selected))
       del stored
     if not self.shards:
       raise ValueError(f"{folder}: no shard of {', '.join(self.names)}"
                        + ("" if keys is None else f" holds any of the {len(keys)} sentences asked for"))
-    self.rows = np.array([len(_npy_member(os.path.join(folder, self.names[0], s), "keys")) if rows is None
-                          else len(rows) for s, rows in zip(self.shards, self._selected)], np.int64)
+    self.rows = np.array(rows, np.int64)
     self.dim = self.block(0, 0, 1).shape[1]
 
   def __len__(self):
