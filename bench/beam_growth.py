@@ -17,8 +17,9 @@ each stage in its own process and reports its wall seconds and peak RSS (the pro
 layout, 16,384 rows a shard) and runs only the two fits on them, `--synthetic_epochs` of an epoch each: how the
 fit's memory grows past the shared data's size, where the shuffle buffer and the shards read side by side are full.
 
-Size 0 means every distinct sentence. Prints one JSON line per (size, stage), then a summary JSON object; records
-the load average before and after.
+`--store_dir` reuses the stores (store_<N>/) of an earlier run's --work_dir instead of embedding again (no embed
+row then); `--fit_stages fit_stream` runs only the streamed fit. Size 0 means every distinct sentence. Prints one
+JSON line per (size, stage), then a summary JSON object; records the load average before and after.
 """
 import argparse
 import json
@@ -144,6 +145,8 @@ def main():
   parser.add_argument("--beam_python", default=sys.executable, help="A Python with apache_beam installed.")
   parser.add_argument("--synthetic_sizes", default="")
   parser.add_argument("--synthetic_epochs", type=float, default=0.05)
+  parser.add_argument("--store_dir", default=None, help="An earlier --work_dir whose store_<N>/ folders are reused.")
+  parser.add_argument("--fit_stages", default="fit_stream,fit_memory")
   parser.add_argument("--stage", default=None, help=argparse.SUPPRESS)
   parser.add_argument("--epochs", type=float, default=1.0, help=argparse.SUPPRESS)
   parser.add_argument("--corpus", default=None, help=argparse.SUPPRESS)
@@ -161,9 +164,10 @@ def main():
   sentences = all_sentences(DATA_DIR)
   rows, load_before = [], os.getloadavg()
   me = [sys.executable, str(pathlib.Path(__file__).resolve())]
+  fit_stages = args.fit_stages.split(",")
   for n in [int(s) for s in args.synthetic_sizes.split(",") if s]:
     folder = write_random_store(str(work / f"synthetic_{n}"), n)
-    for stage in ("fit_stream", "fit_memory"):
+    for stage in fit_stages:
       wall, rss, got = _run(me + ["--stage", stage, "--store", folder, "--epochs", str(args.synthetic_epochs),
                                   "--flow_dir", str(work / f"{stage}_synthetic_{n}")], env)
       rows.append({"sentences": n, "stage": f"{stage}_synthetic", "wall_s": wall, "peak_rss_mb": rss,
@@ -173,19 +177,21 @@ def main():
     n = size or len(sentences)
     corpus = work / f"corpus_{n}.txt"
     corpus.write_text("".join(s.replace("\n", " ") + "\n" for s in sentences[:n]), encoding="utf-8")
-    store = work / f"store_{n}"
-    wall, rss, got = _run(me + ["--stage", "embed", "--corpus", str(corpus), "--store", str(store), "--model",
-                                args.model], env)
-    folder = got.pop("folder")
-    rows.append({"sentences": n, "stage": "embed", "wall_s": wall, "peak_rss_mb": rss, "store_mb": _du_mb(folder),
-                 **got})
-    print(json.dumps(rows[-1]), flush=True)
-    for stage in ("fit_stream", "fit_memory"):
+    if args.store_dir:
+      folder = str(next(pathlib.Path(args.store_dir, f"store_{n}").glob("*/model.json")).parent)
+    else:
+      wall, rss, got = _run(me + ["--stage", "embed", "--corpus", str(corpus), "--store", str(work / f"store_{n}"),
+                                  "--model", args.model], env)
+      folder = got.pop("folder")
+      rows.append({"sentences": n, "stage": "embed", "wall_s": wall, "peak_rss_mb": rss,
+                   "store_mb": _du_mb(folder), **got})
+      print(json.dumps(rows[-1]), flush=True)
+    for stage in fit_stages:
       wall, rss, got = _run(me + ["--stage", stage, "--store", folder, "--flow_dir", str(work / f"{stage}_{n}")],
                             env)
       rows.append({"sentences": n, "stage": stage, "wall_s": wall, "peak_rss_mb": rss, **got})
       print(json.dumps(rows[-1]), flush=True)
-    if size in [int(s) for s in args.beam_sizes.split(",")]:
+    if size in [int(s) for s in args.beam_sizes.split(",") if s]:
       for workers in [int(w) for w in args.beam_workers.split(",")]:
         cache = work / f"beam_{n}_{workers}"
         wall, rss, got = _run([args.beam_python, "-m", "bert_flow_tf.beam", f"--input_pattern={corpus}",

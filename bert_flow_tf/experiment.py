@@ -27,6 +27,7 @@ from bert_flow_tf import search
 from bert_flow_tf.calibration import baselines as baselines_lib
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import fit_flow as fit_flow_lib
+from bert_flow_tf.calibration import store_stream
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.evaluation import isotropy as isotropy_lib
@@ -69,6 +70,10 @@ class ExperimentSpec:
       files (bert_flow_tf/analysis/report.py; loads matplotlib and wordfreq only then).
     output_dir: str; cache_dir: str or None (the embedding store's folder; None keeps vectors in memory);
       batch_size: int (encoding).
+    fit_from_store: bool, fit the own data's target flow and whitening baselines by reading the store on disk
+      (cache_dir) block by block, in memory that does not grow with the fit set (`calibration.store_stream`): each
+      distinct fit sentence once, paired with the next row of its shard. Needs cache_dir, cached flow_mode,
+      `custom` and no other fit set (`fit_from_store_problem`).
     strategy: tf.distribute.Strategy or None (the default) for embedding and for faithful-mode flow fits;
       static_shapes, use_xla: bool (see SentenceEmbedder, FaithfulPairs). Cached-mode flows and baselines fit on
       the default device.
@@ -94,6 +99,7 @@ class ExperimentSpec:
   static_shapes: bool = False
   use_xla: bool = False
   custom: object = None
+  fit_from_store: bool = False
 
   def __post_init__(self):
     if not self.eval_tasks and self.custom is None:
@@ -108,6 +114,35 @@ class ExperimentSpec:
       raise ValueError(f"unknown flow_mode {self.flow_mode!r}; allowed: {', '.join(fit_flow_lib.MODES)}")
     for name in self.baselines:
       baselines_lib.check_name(name)
+    problem = self.fit_from_store and fit_from_store_problem(bool(self.cache_dir), self.flow_mode,
+                                                             self.custom is not None, self.eval_tasks, self.fit_on,
+                                                             self.baselines)
+    if problem:
+      raise ValueError(f"fit_from_store: {problem}")
+
+
+def fit_from_store_problem(store_on_disk, flow_mode, own_data, eval_tasks, fit_on, baseline_names):
+  """Why `fit_from_store` cannot apply to these ExperimentSpec settings (named as run_flow.py's flags), or None.
+
+  Args:
+    store_on_disk: bool, cache_dir is a folder; own_data: bool, `custom` is given;
+    flow_mode, eval_tasks, fit_on: as ExperimentSpec; baseline_names: ExperimentSpec.baselines.
+  """
+  if not store_on_disk:
+    return "fitting from the store reads the store on disk; cache_dir is unset or '' (in memory)"
+  if flow_mode != "cached":
+    return f"fitting from the store reads stored vectors; flow_mode={flow_mode} embeds every step"
+  if not own_data:
+    return "fitting from the store needs own sentences (train_file or eval_file); there are none"
+  if eval_tasks and ("target" in fit_on or baseline_names):
+    return (f"fitting from the store streams one fit set, the own sentences; eval_tasks={','.join(eval_tasks)} "
+            "fits target calibrations on each task's sentences in memory")
+  if "nli" in fit_on:
+    return "fitting from the store streams the own sentences; fit_on=nli fits a flow on NLI in memory"
+  for name in baseline_names:
+    if not isinstance(baselines_lib.make_baseline(name), baselines_lib.Whitening):
+      return f"fitting from the store fits whitening baselines only; baselines={name} needs every vector at once"
+  return None
 
 
 def target_pairsets(task, use_full_for_training, one_pass_full):
@@ -204,7 +239,8 @@ class Experiment:
     """
     flow_dir = os.path.join(self.spec.output_dir, "flows", f"{fit_on}-{dataset}")
     provenance = {"model": self.spec.model.source, "sentence_embedding_type": self.embedder.pooling.name,
-                  "max_seq_length": self.embedder.max_seq_length, "mode": self.spec.flow_mode}
+                  "max_seq_length": self.embedder.max_seq_length, "mode": self.spec.flow_mode,
+                  **({"pairs": store_stream.PAIR_SOURCE} if self.spec.fit_from_store else {})}
     if os.path.isfile(os.path.join(flow_dir, fit_flow_lib.FLOW_INFO)):
       try:
         info = fit_flow_lib.check_fitted_flow(flow_dir, fit=fit_config, provenance=provenance)
@@ -213,7 +249,9 @@ class Experiment:
       if info.get("complete"):
         logging.info("flow %s-%s already fitted in %s; reusing it", fit_on, dataset, flow_dir)
         return calibrator.FlowCalibration(fit_flow_lib.load_fitted_flow(flow_dir), fit_config, info)
-    if self.spec.flow_mode == "cached":
+    if self.spec.fit_from_store:
+      pairs = store_stream.StreamedPairs(self._stored_fit_set(pairsets))
+    elif self.spec.flow_mode == "cached":
       pairs = fit_flow_lib.CachedPairs(*(vectors or self._pairs_vectors(pairsets)))
     else:
       pairs = fit_flow_lib.FaithfulPairs(self.embedder, [s for p in pairsets for s in p.sentences_a],
@@ -222,6 +260,11 @@ class Experiment:
       flow, summary = fit_flow_lib.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{dataset}",
                                             provenance=provenance)
     return calibrator.FlowCalibration(flow, fit_config, summary)
+
+  def _stored_fit_set(self, pairsets):
+    """The fit sentences of `pairsets` in the store on disk, read block by block (spec.fit_from_store)."""
+    return store_stream.fit_set(self.store.folder, self.embedder.pooling,
+                                [s for p in pairsets for s in (*p.sentences_a, *p.sentences_b)])
 
   def nli_flow(self):
     if NLI_FLOW not in self.flows:
@@ -257,7 +300,9 @@ class Experiment:
   def _calibrations(self, dataset, fit_sets):
     """Fits every asked calibration of one dataset: list of (method, fit_on, calibrator calibration)."""
     c, out = self.spec, []
-    fit_vectors = self._pairs_vectors(fit_sets) if fit_sets and self._fit_vectors_stored() else None  # (a, b)
+    fit_vectors = None  # (a, b) in memory, unless fitted from the store
+    if fit_sets and self._fit_vectors_stored() and not c.fit_from_store:
+      fit_vectors = self._pairs_vectors(fit_sets)
     if fit_vectors is not None:
       self._report_isotropy(dataset, fit_vectors)
     if "target" in c.fit_on:
@@ -267,7 +312,7 @@ class Experiment:
     if "nli" in c.fit_on:
       out.append((scores_lib.FLOW, "nli", self.nli_flow()))
     if c.baselines:
-      fit_x = np.concatenate(fit_vectors)
+      fit_x = self._stored_fit_set(fit_sets) if c.fit_from_store else np.concatenate(fit_vectors)
       with self.timer.stage("fit baselines"):
         for name in c.baselines:
           calibration = calibrator.fit(name, fit_x)

@@ -37,8 +37,10 @@ from bert_flow_tf import loaders
 from bert_flow_tf import search
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import fit_flow as fit_flow_lib
+from bert_flow_tf.calibration import store_stream
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
+from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.utils import io_utils
 
 INFO_FILE = "sentence_encoder.json"
@@ -161,18 +163,25 @@ class SentenceEncoder(search.SearchMixin):
     return self.store.vectors(sentences, self.embedder.pooling, show_progress_bar is not False)
 
   def fit(self, sentences, method="flow", flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3,
-          num_train_epochs=1.0, batch_size=32, seed=1234, init="original"):
+          num_train_epochs=1.0, batch_size=32, seed=1234, init="original", from_store=False):
     """Fits a calibration on the raw vectors of `sentences` and sets it (replacing any other).
 
     The defaults are the paper's target setting: the flow fitted by maximum likelihood with constant Adam 1e-3,
     1 epoch, 32 pairs per step, pairs of consecutive sentences (0 and 1, 2 and 3, ...; an odd last one with the
     first), as run_flow.py pairs the lines of a sentences file.
 
+    With `from_store=True` (an encoder made with a cache_dir) the sentences are embedded into the store, then the
+    flow or whitening is fitted by reading the store block by block, restricted to these sentences: memory that does
+    not grow with N (`calibration.store_stream`; run_flow.py's --fit_from_store). Each distinct sentence then counts
+    once and pairs with the next stored row of its shard (an order set by the sentences' hashes); the flow's
+    `calibration.summary["provenance"]["pairs"]` records it. The other baselines need every vector and are refused.
+
     Args:
       sentences: list of N >= 2 str (or their raw vectors [N, D] from `encode_raw`).
       method: str, "flow", "whitening", "whitening-K" (or the other baselines: "sn", "natsv-K", "sn+natsv-K").
       flow_config, learning_rate, num_train_epochs, batch_size, seed, init: the flow's
         (calibration.calibrator.fit); ignored by the baselines.
+      from_store: bool, fit by reading the store on disk (see above); `sentences` must then be text.
 
     Returns:
       self.
@@ -180,14 +189,27 @@ class SentenceEncoder(search.SearchMixin):
     if isinstance(sentences, str):
       raise ValueError(f"fit needs a list of sentences, got one str: {sentences!r}")
     is_text = isinstance(sentences, (list, tuple)) and all(isinstance(s, str) for s in sentences)
-    x = self.encode_raw(sentences) if is_text else np.asarray(sentences, np.float32)
-    if x.ndim == 2 and x.shape[1] != self.embedder.dim:
+    if from_store and not is_text:
+      raise ValueError("fit(from_store=True) reads the sentences' vectors from the store: give a list of str")
+    if from_store:
+      x = self._stored(sentences)
+    else:
+      x = self.encode_raw(sentences) if is_text else np.asarray(sentences, np.float32)
+    if not from_store and x.ndim == 2 and x.shape[1] != self.embedder.dim:
       raise ValueError(f"fit got vectors of width {x.shape[1]}; this encoder's raw vectors are "
                        f"D={self.embedder.dim} ({self.embedder.pooling.describe()})")
     self._set_calibration(calibrator.fit(method, x, flow_config=flow_config, learning_rate=learning_rate,
                                          num_train_epochs=num_train_epochs, batch_size=batch_size, seed=seed,
                                          init=init))
     return self
+
+  def _stored(self, sentences):
+    """store_stream.StoreShards of `sentences`, embedded into the store on disk first (what is missing)."""
+    if not self.store.folder:
+      raise ValueError("fit(from_store=True) reads the embedding store on disk; this encoder keeps it in memory "
+                       "(give cache_dir to from_pretrained or load)")
+    self.store.get(sentences, pooling_lib.quantities(self.embedder.pooling))
+    return store_stream.fit_set(self.store.folder, self.embedder.pooling, sentences)
 
   def _set_calibration(self, calibration):
     if calibration is not None and calibration.input_dim != self.embedder.dim:

@@ -113,7 +113,7 @@ class Whitening(_Calibration):
 
   def fit_moments(self, mu, cov):
     """Fits from the mean float64 [D] and covariance float64 [D, D] (N - 1 normalised) alone; returns self.
-    (`calibration.store_stream.fit_whitening` merges them shard by shard.)"""
+    (`calibration.store_stream.fit_whitening` merges them block by block.)"""
     if self.k is not None and self.k > cov.shape[1]:
       raise ValueError(f"{self.name}: k={self.k} > D={cov.shape[1]}")
     self.mu = np.asarray(mu, np.float64)

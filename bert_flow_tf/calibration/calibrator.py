@@ -21,6 +21,7 @@ import glow
 from bert_flow_tf.evaluation import isotropy as isotropy_lib
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.calibration import fit_flow as fit_flow_lib
+from bert_flow_tf.calibration import store_stream
 from bert_flow_tf.data import pairs as pairs_lib
 
 FLOW = "flow"
@@ -110,9 +111,14 @@ def fit(method, x, flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3, num_trai
   isotropy of x is logged first, with a caution when x is already close to isotropic (a flow may then lower similarity
   quality).
 
+  Fitted from the store (x a `store_stream.StoreShards`), the vectors are read block by block and never held
+  together: the flow's pairs are consecutive rows of a shard (`store_stream.StreamedPairs`; its summary's
+  provenance records "pairs": `store_stream.PAIR_SOURCE`), whitening's moments are merged block by block, and the
+  isotropy is not logged. The other baselines need every vector at once and are refused.
+
   Args:
     method: str, one of "flow", "whitening", "whitening-K", "sn", "natsv-K", "sn+natsv-K".
-    x: float array [N >= 2, D].
+    x: float array [N >= 2, D], or a `store_stream.StoreShards` (N >= 2 rows; flow and whitening only).
     flow_config: str, a Glow config name (glow/configs/, e.g. "config_l3_d3_w32", the original's default) or a
       JSON path. Flow only, as the arguments below.
     learning_rate: float, constant.
@@ -127,22 +133,34 @@ def fit(method, x, flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3, num_trai
   Raises:
     ValueError: an unknown method, or x not of shape [N >= 2, D].
   """
-  x = np.asarray(x, np.float32)
-  if x.ndim != 2 or len(x) < 2:
-    raise ValueError(f"a calibration is fitted on sentence vectors [N >= 2, D], got shape {x.shape}")
+  streamed = isinstance(x, store_stream.StoreShards)
+  if streamed and x.rows.sum() < 2:
+    raise ValueError(f"a calibration is fitted on N >= 2 sentence vectors, the store holds {x.rows.sum()} of them")
+  if not streamed:
+    x = np.asarray(x, np.float32)
+    if x.ndim != 2 or len(x) < 2:
+      raise ValueError(f"a calibration is fitted on sentence vectors [N >= 2, D], got shape {x.shape}")
   if method != FLOW:
     try:
       baseline = baselines.make_baseline(method)
     except ValueError as e:
       raise ValueError(f"unknown calibration method {method!r}; allowed: {METHODS}") from e
-    return BaselineCalibration(baseline.fit(x))
-  _, line, near = isotropy_lib.describe_isotropy(x, "the flow's fit vectors")
-  (logging.warning if near else logging.info)("%s", line)
+    if not streamed:
+      return BaselineCalibration(baseline.fit(x))
+    if not isinstance(baseline, baselines.Whitening):
+      raise ValueError(f"{method!r} needs every vector at once; fitted from the store: flow, whitening, whitening-K")
+    return BaselineCalibration(store_stream.fit_whitening(x, baseline.k))
   config = fit_flow_lib.FlowFitConfig(flow_model_config=flow_config, init=init, learning_rate=learning_rate,
                                       num_train_epochs=num_train_epochs, batch_size=batch_size, seed=seed)
-  with tempfile.TemporaryDirectory(prefix="bert-flow-") as tmp:
+  if streamed:
+    pairs, provenance = store_stream.StreamedPairs(x), {"pairs": store_stream.PAIR_SOURCE}
+  else:
+    _, line, near = isotropy_lib.describe_isotropy(x, "the flow's fit vectors")
+    (logging.warning if near else logging.info)("%s", line)
     rows_a, rows_b = pairs_lib.consecutive_pairs(len(x))
-    flow, summary = fit_flow_lib.fit_flow(fit_flow_lib.CachedPairs(x[rows_a], x[rows_b]), config, tmp)
+    pairs, provenance = fit_flow_lib.CachedPairs(x[rows_a], x[rows_b]), None
+  with tempfile.TemporaryDirectory(prefix="bert-flow-") as tmp:
+    flow, summary = fit_flow_lib.fit_flow(pairs, config, tmp, provenance=provenance)
   return FlowCalibration(flow, config, summary)
 
 

@@ -1,24 +1,28 @@
-"""Calibrations fitted from the embedding store shard by shard, in memory that does not grow with the corpus.
+"""Calibrations fitted from the embedding store block by block, in memory that does not grow with the corpus.
 
 The in-memory path (`fit_flow.CachedPairs`, `baselines.Whitening.fit`) holds every vector; it stays the default
-where they fit. Here a pooling's vectors are read one store shard at a time (`StoreShards`), so the peak memory is
-a few shards plus a shuffle buffer whatever the number of sentences:
+where they fit. Here a pooling's vectors are read from the store's shards in blocks of rows (`StoreShards`: the npz
+members memory-mapped, only a block's pages touched), optionally restricted to a fit set's sentences (`fit_set`),
+so the peak memory is a few blocks plus a shuffle buffer of a fixed size in MB, whatever the number of sentences:
 
-  StreamedPairs   the flow's pairs through tf.data: shards in a seeded order per epoch, interleaved, rows paired
-                  within their shard (`data.pairs.consecutive_pairs`: rows 2i and 2i+1, an odd last row with
-                  the shard's first, as a sentences file's lines pair up), shuffled across shards in a buffer,
-                  batched. The pair loss and step count are fit_flow's (num_pairs / batch_size * epochs, a
-                  partial batch carried on).
-  fit_whitening   BERT-whitening's mean and covariance merged shard by shard (Chan et al.'s pairwise update), the
+  StreamedPairs   the flow's pairs through tf.data: shards in a seeded order per epoch, read side by side a block at
+                  a time, rows paired within their shard (`data.pairs.consecutive_pairs`: rows 2i and 2i+1, an odd
+                  last row with the shard's first, as a sentences file's lines pair up), shuffled across shards in a
+                  buffer (DEFAULT_SHUFFLE_MB), batched. Each pair is copied into its own [2, D] tensor before the
+                  buffer: a row sliced from a block shares (so keeps alive) the whole block while it waits there.
+                  The pair loss and step count are fit_flow's (num_pairs / batch_size * epochs, a partial batch
+                  carried on).
+  fit_whitening   BERT-whitening's mean and covariance merged block by block (Chan et al.'s pairwise update), the
                   same SVD and floor as `baselines.Whitening`.
 
 Shards of a pooling that needs several quantities (first-last-avg: mean-1 and mean-L) are matched by file name:
 the store and the Beam pipeline name a shard by a hash of its keys, the same in every quantity's folder.
 
-Legend: k = rows in a shard, H = hidden size, D = pooling width, B = pairs per batch.
+Legend: k = rows in a shard, R = rows in a block, H = hidden size, D = pooling width, B = pairs per batch.
 """
 import glob
 import os
+import zipfile
 
 import numpy as np
 import tensorflow as tf
@@ -26,50 +30,105 @@ import tensorflow as tf
 import glow
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.data import pairs as pairs_lib
+from bert_flow_tf.embedding import store as store_lib
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.utils import tf_data
 
-DEFAULT_SHUFFLE_BUFFER = 16384
+DEFAULT_SHUFFLE_MB = 16    # the shuffle buffer: 5,461 pairs at D=384, 2,730 at D=768
+BLOCK_ROWS = 1024          # rows read at a time for pairs: 1.5 MB at D=384
+MOMENT_BLOCK_ROWS = 8192   # rows read at a time for whitening's moments: 24 MB in float64 at D=384
+PAIR_SOURCE = "streamed from the embedding store"   # a streamed fit's flow.json: provenance["pairs"]
 
 
 class StoreShards:
-  """A pooling's vectors in a store folder, one shard at a time.
+  """A pooling's vectors in a store folder, read a block of rows at a time (memory-mapped npz members).
 
   Args:
     folder: str, a store folder (<cached_dir>/<model key>, `EmbeddingStore.folder`).
     pooling: a resolved pooling (`pooling.resolve`).
+    keys: np.bytes_ S16 [n] sorted (`store.sentence_keys`, `np.unique`), or None. Given, only the rows of these
+      sentences are read (a fit set in a store that holds others); a shard's rows keep their order.
+
+  Attributes:
+    rows: int64 [shards], k: the rows of each shard that are read. Shards with none are left out.
   """
 
-  def __init__(self, folder, pooling):
+  def __init__(self, folder, pooling, keys=None):
     self.folder, self.pooling = folder, pooling
     self.names = tuple(sorted(pooling_lib.quantities(pooling)))
     files = {name: sorted(os.path.basename(p) for p in glob.glob(os.path.join(folder, name, "*.npz")))
              for name in self.names}
-    self.shards = files[self.names[0]]
+    shards = files[self.names[0]]
     for name in self.names[1:]:
-      if files[name] != self.shards:
+      if files[name] != shards:
         raise ValueError(f"{folder}: the shards of {name!r} ({len(files[name])}) are not those of "
-                         f"{self.names[0]!r} ({len(self.shards)}); a store written before shards were named by "
+                         f"{self.names[0]!r} ({len(shards)}); a store written before shards were named by "
                          "their keys: stream a one-quantity pooling or refill the store")
+    self.shards, self._selected, rows = [], [], []               # per shard: int32 [k] rows read, or None (all)
+    for shard in shards:
+      stored = _npy_member(os.path.join(folder, self.names[0], shard), "keys")
+      selected = None if keys is None else np.flatnonzero(_contains(keys, stored)).astype(np.int32)
+      if selected is None or len(selected):
+        self.shards.append(shard)
+        self._selected.append(selected)
+        rows.append(len(stored) if selected is None else len(selected))
+      del stored
     if not self.shards:
-      raise ValueError(f"{folder}: no shard of {', '.join(self.names)}")
-    self.rows = np.array([len(self._keys(s)) for s in self.shards], np.int64)   # k per shard (keys read only)
-    self.dim = self.read(0).shape[1]
-
-  def _keys(self, shard):
-    with np.load(os.path.join(self.folder, self.names[0], shard)) as f:
-      return f["keys"]
+      raise ValueError(f"{folder}: no shard of {', '.join(self.names)}"
+                       + ("" if keys is None else f" holds any of the {len(keys)} sentences asked for"))
+    self.rows = np.array(rows, np.int64)
+    self.dim = self.block(0, 0, 1).shape[1]
 
   def __len__(self):
     return len(self.shards)
 
   def read(self, index):
     """float32 [k, D]: the pooled vectors of shard `index`."""
-    values = {}
-    for name in self.names:
-      with np.load(os.path.join(self.folder, name, self.shards[index])) as f:
-        values[name] = f["vectors"]
+    return self.block(index, 0, int(self.rows[index]))
+
+  def block(self, index, start, count):
+    """float32 [count, D]: rows start .. start + count - 1 (of those read) of shard `index`; only their pages of
+    the files are touched."""
+    selected = self._selected[index]
+    rows = slice(start, start + count) if selected is None else selected[start:start + count]
+    values = {name: np.array(_npy_member(os.path.join(self.folder, name, self.shards[index]), "vectors")[rows])
+              for name in self.names}
     return np.asarray(pooling_lib.combine(self.pooling, values), np.float32)
+
+  def blocks(self, index, rows):
+    """Yields (first row, float32 [R <= rows, D]): shard `index` in blocks of `rows` rows."""
+    length = int(self.rows[index])
+    for start in range(0, length, rows):
+      yield start, self.block(index, start, min(rows, length - start))
+
+
+def fit_set(folder, pooling, sentences):
+  """StoreShards of `sentences` (each distinct one once, in the store's order) in the store folder `folder`."""
+  return StoreShards(folder, pooling, keys=np.unique(store_lib.sentence_keys(sentences)))
+
+
+def _contains(sorted_keys, keys):
+  """bool [n]: which of `keys` are in `sorted_keys`."""
+  pos = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+  return sorted_keys[pos] == keys
+
+
+def _npy_member(path, name):
+  """np.memmap of the array `name` in the npz at `path`, read-only (the store writes shards with np.savez, which
+  stores its members uncompressed)."""
+  with zipfile.ZipFile(path) as archive:
+    info = archive.getinfo(name + ".npy")
+    if info.compress_type != zipfile.ZIP_STORED:
+      raise ValueError(f"{path}: {name} is compressed; the store writes shards with np.savez (uncompressed)")
+    with archive.open(info) as member:
+      read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+      shape, fortran_order, dtype = read_header[np.lib.format.read_magic(member)](member)
+      header_bytes = member.tell()
+  with open(path, "rb") as f:                                   # the member's data: after the local file header
+    f.seek(info.header_offset + 26)
+    name_length, extra_length = np.frombuffer(f.read(4), "<u2")
+  offset = info.header_offset + 30 + int(name_length) + int(extra_length) + header_bytes
+  return np.memmap(path, dtype, "r", offset, shape, "F" if fortran_order else "C")
 
 
 class StreamedPairs:
@@ -82,11 +141,14 @@ class StreamedPairs:
 
   Args:
     shards: StoreShards.
-    shuffle_buffer: int, pairs in the shuffle buffer (memory: shuffle_buffer x 2 x D x 4 bytes).
-    cycle_length: int, shards read side by side (memory: cycle_length shards).
+    shuffle_buffer: int or None, pairs in the shuffle buffer (memory: shuffle_buffer x 2 x D x 4 bytes); None:
+      DEFAULT_SHUFFLE_MB's worth.
+    cycle_length: int, shards read side by side (memory: cycle_length blocks of BLOCK_ROWS rows).
   """
 
-  def __init__(self, shards, shuffle_buffer=DEFAULT_SHUFFLE_BUFFER, cycle_length=2):
+  def __init__(self, shards, shuffle_buffer=None, cycle_length=4):
+    if shuffle_buffer is None:
+      shuffle_buffer = max(1, DEFAULT_SHUFFLE_MB * 2 ** 20 // (2 * shards.dim * 4))
     if shuffle_buffer < 1 or cycle_length < 1:
       raise ValueError(f"shuffle_buffer {shuffle_buffer} and cycle_length {cycle_length} must be >= 1")
     self.shards, self.shuffle_buffer, self.cycle_length = shards, shuffle_buffer, cycle_length
@@ -99,30 +161,39 @@ class StreamedPairs:
   def __len__(self):
     return self.num_pairs
 
-  def _shard_pairs(self, index):
-    vectors = self.shards.read(int(index))
-    rows_a, rows_b = pairs_lib.consecutive_pairs(len(vectors))
-    ids = int(index) * (1 << 32) + rows_a                        # pair id: (shard, row a)
-    return vectors[rows_a], vectors[rows_b], ids.astype(np.int64)
+  def _block_pairs(self, index, start):
+    """(pairs float32 [R / 2, 2, D], pair ids int64 [R / 2]): the rows start .. start + BLOCK_ROWS - 1 of shard
+    `index`, paired as `consecutive_pairs` pairs them (BLOCK_ROWS is even: a pair never straddles two blocks)."""
+    index, start = int(index), int(start)
+    count = min(BLOCK_ROWS, int(self.shards.rows[index]) - start)
+    block = self.shards.block(index, start, count)
+    if count % 2:                                               # the shard's odd last row goes with its first
+      block = np.concatenate([block, self.shards.block(index, 0, 1)])
+    ids = index * (1 << 32) + np.arange(start, start + count, 2, dtype=np.int64)   # pair id: (shard, row a)
+    return block.reshape(-1, 2, self.dim), ids
 
   def dataset(self, batch_size, seed):
     """tf.data.Dataset of (a float32 [B, D], b float32 [B, D], pair id int64 [B]), endless."""
-    spec = (tf.float32, tf.float32, tf.int64)
+    rows = tf.constant(self.shards.rows)
+
+    def read_block(index, start):
+      pairs, ids = tf.numpy_function(self._block_pairs, [index, start], (tf.float32, tf.int64), stateful=False)
+      return tf.ensure_shape(pairs, [None, 2, self.dim]), tf.ensure_shape(ids, [None])
 
     def read(index):
-      a, b, ids = tf.numpy_function(self._shard_pairs, [index], spec, stateful=False)
-      a.set_shape([None, self.dim])
-      b.set_shape([None, self.dim])
-      ids.set_shape([None])
-      return tf.data.Dataset.from_tensor_slices((a, b, ids))
+      starts = tf.data.Dataset.range(0, rows[index], BLOCK_ROWS)
+      blocks = starts.map(lambda start: read_block(index, start))
+      # A row of an unbatched block is a view of the block; `+ 0` gives each pair its own buffer (module notes).
+      return blocks.unbatch().map(lambda pair, pair_id: (pair + 0.0, pair_id))
 
-    # One epoch: shards in a seeded order, read side by side, rows through the buffer. Repeated after the buffer,
+    # One epoch: shards in a seeded order, read side by side, pairs through the buffer. Repeated after the buffer,
     # so an epoch holds every pair once (with new orders each epoch) and a partial last batch runs into the next.
     shards = tf.data.Dataset.range(len(self.shards)).shuffle(len(self.shards), seed=seed,
                                                                reshuffle_each_iteration=True)
     pairs = shards.interleave(read, cycle_length=self.cycle_length, block_length=1)
     pairs = pairs.shuffle(self.shuffle_buffer, seed=seed + 1, reshuffle_each_iteration=True).repeat()
-    return tf_data.untuned(pairs.batch(batch_size, drop_remainder=True).prefetch(2))
+    batches = pairs.batch(batch_size, drop_remainder=True).map(lambda ab, ids: (ab[:, 0], ab[:, 1], ids))
+    return tf_data.untuned(batches.prefetch(2))
 
   def batch_order(self, num_steps, batch_size, seed):
     """fit_flow's order: int64 [num_steps, 1], the step numbers (the stream fixes which pairs each step sees)."""
@@ -154,7 +225,7 @@ class StreamedPairs:
 
 
 def fit_whitening(shards, k=None):
-  """BERT-whitening fitted shard by shard: the mean and covariance merged pairwise, in float64.
+  """BERT-whitening fitted block by block: the mean and covariance merged pairwise, in float64.
 
   Args:
     shards: StoreShards.
@@ -165,17 +236,18 @@ def fit_whitening(shards, k=None):
   """
   n, mean, scatter = 0, None, None                              # scatter: sum of outer products about the mean
   for index in range(len(shards)):
-    x = shards.read(index).astype(np.float64)                   # [k, D]
-    m = x.mean(axis=0)
-    s = (x - m).T @ (x - m)
-    if n == 0:
-      n, mean, scatter = len(x), m, s
-      continue
-    total = n + len(x)
-    delta = m - mean
-    scatter = scatter + s + np.outer(delta, delta) * (n * len(x) / total)
-    mean = mean + delta * (len(x) / total)
-    n = total
+    for _, block in shards.blocks(index, MOMENT_BLOCK_ROWS):
+      x = block.astype(np.float64)                              # [R, D]
+      m = x.mean(axis=0)
+      s = (x - m).T @ (x - m)
+      if n == 0:
+        n, mean, scatter = len(x), m, s
+        continue
+      total = n + len(x)
+      delta = m - mean
+      scatter = scatter + s + np.outer(delta, delta) * (n * len(x) / total)
+      mean = mean + delta * (len(x) / total)
+      n = total
   if n < 2:
     raise ValueError(f"whitening: need at least 2 vectors to fit, got {n}")
   return baselines.Whitening(k).fit_moments(mean, scatter / (n - 1))

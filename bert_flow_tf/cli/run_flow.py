@@ -32,7 +32,7 @@ from bert_flow_tf.modeling import pooling
 from bert_flow_tf import data
 from bert_flow_tf.cli import engine_flags
 from bert_flow_tf.cli import run_flow_flags
-from bert_flow_tf.experiment import NLI_FLOW, ExperimentSpec, run_experiments
+from bert_flow_tf.experiment import NLI_FLOW, ExperimentSpec, fit_from_store_problem, run_experiments
 from bert_flow_tf.calibration.fit_flow import FlowFitConfig
 
 # Every flag, in the groups --help shows: bert_flow_tf/cli/run_flow_flags.py (names: docs/flags.md).
@@ -59,6 +59,11 @@ def _check_flags():
       raise app.UsageError(f"--{aliases.given_name(FLAGS, 'pooling')}: {e}") from e
   if FLAGS.export_flow == "init_checkpoint" and not FLAGS.init_checkpoint:
     raise app.UsageError("--export_flow=init_checkpoint reads the Glow from --init_checkpoint, which is not set")
+  problem = FLAGS.fit_from_store and fit_from_store_problem(
+      FLAGS.cache_dir != "", FLAGS.flow_mode, bool(FLAGS.train_file or FLAGS.eval_file), _eval_tasks(),
+      FLAGS.fit_on if FLAGS.flow else [], FLAGS.baselines)
+  if problem:
+    raise app.UsageError(f"--fit_from_store: {problem}")
   if FLAGS.export_dir and len(FLAGS.pooling) > 1:
     raise app.UsageError(f"--export_dir exports one pooling; --{aliases.given_name(FLAGS, 'pooling')} lists "
                          f"{len(FLAGS.pooling)}")
@@ -120,7 +125,7 @@ def main(argv):
       cache_dir=run_flow_flags.cache_dir_from_flags(FLAGS, output_dir), batch_size=FLAGS.encode_batch_sentences,
       strategy=strategy,
       static_shapes=engine_flags.static_shapes_from_flags(strategy), use_xla=FLAGS.use_xla,
-      custom=custom) for name in poolings]
+      custom=custom, fit_from_store=FLAGS.fit_from_store) for name in poolings]
   runs = run_experiments(specs)
   for finished in runs:
     print(finished.results_md)

@@ -24,7 +24,7 @@ GROUPS = (
     ("Model and pooling", model_flags.FLAG_NAMES + ("max_seq_length", "pooling")),
     ("Data and evaluation", ("task_name", "data_dir", "eval_tasks", "train_file", "train_format", "eval_file",
                              "baselines", "lexical_analysis", "analysis")),
-    ("Flow", ("flow", "fit_on", "flow_mode", "flow_model_config", "flow_init", "flow_learning_rate",
+    ("Flow", ("flow", "fit_on", "flow_mode", "fit_from_store", "flow_model_config", "flow_init", "flow_learning_rate",
               "num_train_epochs", "nli_flow_learning_rate", "nli_num_train_epochs", "flow_batch_pairs",
               "use_full_for_training", "one_pass_full", "seed", "save_checkpoints_steps")),
     ("Outputs", ("output_dir", "output_parent_dir", "exp_name", "exp_name_prefix", "cache_dir", "export_dir",
@@ -76,6 +76,10 @@ def define_flags(flag_values=flags.FLAGS):
   flags.DEFINE_enum("flow_mode", "cached", ["cached", "faithful"],
                     "cached: vectors computed once without dropout; faithful: BERT with dropout, recomputed "
                     "every step, as the original.", flag_values=fv)
+  flags.DEFINE_bool("fit_from_store", False, "Fit the flow (and whitening baselines) on --train_file's sentences by "
+                    "reading the embedding store (--cache_dir) block by block: memory that does not grow with the "
+                    "file (docs/beam.md). Each distinct sentence once, paired with the next row of its store shard.",
+                    flag_values=fv)
   flags.DEFINE_string("flow_model_config", glow.DEFAULT_CONFIG, "Glow config name or JSON path (original "
                       "default).", flag_values=fv)
   flags.DEFINE_enum("flow_init", "original", ["original", "ddi"], "ActNorm init: the original's or "

@@ -106,3 +106,17 @@ def test_shards_missing_in_one_quantity_are_refused(tmp_path):
   with pytest.raises(ValueError, match="not those of"):
     store_stream.StoreShards(folder, pooling_lib.resolve("first-last-avg", L))
   assert len(store_stream.StoreShards(folder, pooling_lib.resolve("last-avg", L))) == 1   # mean-3 alone
+
+
+def test_shards_restricted_to_keys_read_only_those_rows_in_their_order(tmp_path):
+  folder = _store(tmp_path / "store", [37, 50])
+  everything = store_stream.StoreShards(folder, pooling_lib.resolve("first-last-avg", L))
+  stored = [np.load(os.path.join(folder, "mean-1", s))["keys"] for s in everything.shards]
+  wanted = np.sort(np.concatenate([stored[0][3:9], stored[1][::7], store_lib.sentence_keys(["not stored"])]))
+  some = store_stream.StoreShards(folder, everything.pooling, keys=wanted)
+  for i in range(2):
+    rows = np.flatnonzero(np.isin(stored[i], wanted))
+    np.testing.assert_array_equal(some.read(i), everything.read(i)[rows])
+  assert some.rows.tolist() == [6, 8]
+  with pytest.raises(ValueError, match="any of the 1 sentences"):
+    store_stream.StoreShards(folder, everything.pooling, keys=store_lib.sentence_keys(["not stored"]))
