@@ -18,7 +18,7 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
-from bert_flow_tf.calibration import fit_flow
+from bert_flow_tf.calibration import fitted_flow
 from bert_flow_tf.cli import aliases
 from bert_flow_tf.cli import encode_flags
 from bert_flow_tf.cli import engine_flags
@@ -57,7 +57,7 @@ def main(argv):
                                 use_xla=FLAGS.use_xla)
     if FLAGS.flow_checkpoint:
       try:
-        fit_flow.check_fitted_flow(FLAGS.flow_checkpoint, dim=embedder.dim, provenance={
+        fitted_flow.check(FLAGS.flow_checkpoint, dim=embedder.dim, provenance={
             "sentence_embedding_type": embedder.pooling.name, "max_seq_length": embedder.max_seq_length})
       except ValueError as e:
         raise app.UsageError(f"--flow_checkpoint={FLAGS.flow_checkpoint} does not fit: {e}") from e

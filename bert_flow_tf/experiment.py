@@ -19,10 +19,13 @@ import time
 import numpy as np
 from absl import logging
 
+import glow
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf import data
 from bert_flow_tf import evaluation
-from bert_flow_tf.calibration import fit_flow as fit_flow_lib
+from bert_flow_tf.calibration import fitted_flow
+from bert_flow_tf.calibration import flow_fitting
+from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf.modeling import pooling as pooling_lib
@@ -69,8 +72,8 @@ class ExperimentConfig:
   max_seq_length: int = 64
   eval_tasks: tuple = ("sts-b",)
   fit_on: tuple = ("target",)
-  target_fit: fit_flow_lib.FlowFitConfig = fit_flow_lib.FlowFitConfig()
-  nli_fit: fit_flow_lib.FlowFitConfig = fit_flow_lib.FlowFitConfig(learning_rate=2e-5, num_train_epochs=0.15)
+  target_fit: flow_fitting.FlowFitConfig = flow_fitting.FlowFitConfig()
+  nli_fit: flow_fitting.FlowFitConfig = flow_fitting.FlowFitConfig(learning_rate=2e-5, num_train_epochs=0.15)
   flow_mode: str = "cached"
   use_full_for_training: bool = True
   one_pass_full: bool = False
@@ -93,8 +96,8 @@ class ExperimentConfig:
     for where in self.fit_on:
       if where not in evaluation.FIT_ON:
         raise ValueError(f"unknown fit_on {where!r}; allowed: {', '.join(evaluation.FIT_ON)}")
-    if self.flow_mode not in fit_flow_lib.MODES:
-      raise ValueError(f"unknown flow_mode {self.flow_mode!r}; allowed: {', '.join(fit_flow_lib.MODES)}")
+    if self.flow_mode not in flow_fitting.MODES:
+      raise ValueError(f"unknown flow_mode {self.flow_mode!r}; allowed: {', '.join(flow_fitting.MODES)}")
     for name in self.baselines:
       baselines.make_baseline(name)
 
@@ -196,21 +199,20 @@ class Experiment:
     flow_dir = os.path.join(self.config.output_dir, "flows", f"{fit_on}-{label}")
     provenance = {"model": self.config.model.source, "sentence_embedding_type": self.embedder.pooling.name,
                   "max_seq_length": self.embedder.max_seq_length, "mode": self.config.flow_mode}
-    if os.path.isfile(os.path.join(flow_dir, fit_flow_lib.FLOW_INFO)):
-      try:
-        info = fit_flow_lib.check_fitted_flow(flow_dir, fit=fit_config, provenance=provenance)
-      except errors.UserError as e:
-        raise errors.UserError(f"{e.what}; use another --exp_name or remove that directory", e.where) from e
-      if info.get("complete"):
-        logging.info("flow %s-%s already fitted in %s; reusing it", fit_on, label, flow_dir)
-        return fit_flow_lib.load_fitted_flow(flow_dir)
+    try:
+      flow = fitted_flow.reuse(flow_dir, fit_config, provenance)
+    except errors.UserError as e:
+      raise errors.UserError(f"{e.what}; use another --exp_name or remove that directory", e.where) from e
+    if flow is not None:
+      logging.info("flow %s-%s already fitted in %s; reusing it", fit_on, label, flow_dir)
+      return flow
     if self.config.flow_mode == "cached":
-      pairs = fit_flow_lib.CachedPairs(*self._pairs_vectors(pairsets))
+      pairs = pair_sources.CachedPairs(*self._pairs_vectors(pairsets))
     else:
-      pairs = fit_flow_lib.FaithfulPairs(self.embedder, [s for p in pairsets for s in p.sentences_a],
+      pairs = pair_sources.FaithfulPairs(self.embedder, [s for p in pairsets for s in p.sentences_a],
                                          [s for p in pairsets for s in p.sentences_b])
     with self.timer.stage(f"fit flow ({fit_on})"):
-      flow, _ = fit_flow_lib.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{label}", provenance=provenance)
+      flow, _ = flow_fitting.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{label}", provenance=provenance)
     return flow
 
   def nli_flow(self):
@@ -255,9 +257,9 @@ class Experiment:
     if "target" in c.fit_on:
       flow = self._fit("target", dataset, fit_sets, c.target_fit)
       self.flows[("target", dataset)] = flow
-      out.append(("flow", "target", functools.partial(fit_flow_lib.transform, flow)))
+      out.append(("flow", "target", functools.partial(glow.transform, flow)))
     if "nli" in c.fit_on:
-      out.append(("flow", "nli", functools.partial(fit_flow_lib.transform, self.nli_flow())))
+      out.append(("flow", "nli", functools.partial(glow.transform, self.nli_flow())))
     if c.baselines:
       fit_x = np.concatenate(self._pairs_vectors(fit_sets))
       with self.timer.stage("fit baselines"):
@@ -317,7 +319,7 @@ class Experiment:
     sims = {"gold": dev.labels, "none": evaluation.cosine(a, b)}
     for (fit_on, dataset), flow in self.flows.items():
       if (fit_on, dataset) in (NLI_FLOW, ("target", "STS-B")):
-        sims[f"flow ({fit_on})"] = evaluation.cosine(fit_flow_lib.transform(flow, a), fit_flow_lib.transform(flow, b))
+        sims[f"flow ({fit_on})"] = evaluation.cosine(glow.transform(flow, a), glow.transform(flow, b))
     for (dataset, name), calibration in self.baselines.items():
       if dataset == "STS-B":
         sims[f"{name} (target)"] = evaluation.cosine(calibration.transform(a), calibration.transform(b))

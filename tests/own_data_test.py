@@ -6,11 +6,11 @@ import os
 import numpy as np
 import pytest
 
+import glow
 from bert_flow_tf import data
 from bert_flow_tf import evaluation
 from bert_flow_tf.calibration import baselines
-from bert_flow_tf.calibration import fit_flow
-from bert_flow_tf.calibration.fit_flow import FlowFitConfig
+from bert_flow_tf.calibration.flow_fitting import FlowFitConfig
 from bert_flow_tf.experiment import ExperimentConfig, run_experiments
 from tests.embedding.tiny_model import SENTENCES, tiny_model
 
@@ -82,7 +82,7 @@ def test_eval_file_alone_fits_on_its_pairs(tmp_path, own_files):
                                            experiment.embedder.pooling), 2)
   flow = experiment.flows[("target", "custom")]
   assert results[1].value == pytest.approx(evaluation.spearman_x100(
-      evaluation.cosine(fit_flow.transform(flow, a), fit_flow.transform(flow, b)), config.custom.eval.labels))
+      evaluation.cosine(glow.transform(flow, a), glow.transform(flow, b)), config.custom.eval.labels))
   info = json.loads((tmp_path / "out" / "flows" / "target-custom" / "flow.json").read_text())
   assert info["num_steps"] == 22 // 4
 

@@ -2,11 +2,11 @@
 
 `fit(method, x)` fits one on vectors x [N, D]; each has `method`, `input_dim` (D), `dim` (its output width D'),
 `transform(x)` (float [M, D] -> np.float32 [M, D']) and `save(folder)`; `load(folder)` restores any of them
-exactly (the same weights, so the same outputs). The fitting itself is `calibration.fit_flow` (the flow) and
+exactly (the same weights, so the same outputs). The fitting itself is `calibration.flow_fitting` (the flow) and
 `calibration.baselines`.
 
 In a folder:
-  flow        flow.json + a checkpoint of the Glow alone (`fit_flow.load_fitted_flow` reads it)
+  flow        flow.json + a checkpoint of the Glow alone (`fitted_flow.load` reads it)
   baselines   baseline.npz (`baselines.load_baseline`)
 
 Legend: N, M = vectors, D = their width, D' = the calibrated width (D, except whitening-k: k).
@@ -20,7 +20,9 @@ from absl import logging
 import glow
 from bert_flow_tf import evaluation
 from bert_flow_tf.calibration import baselines
-from bert_flow_tf.calibration import fit_flow as fit_flow_lib
+from bert_flow_tf.calibration import fitted_flow
+from bert_flow_tf.calibration import flow_fitting
+from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.data import pairs as pairs_lib
 
 FLOW = "flow"
@@ -33,8 +35,8 @@ class FlowCalibration:
 
   Attributes:
     glow: the glow.Glow.
-    fit_config: the calibration.fit_flow.FlowFitConfig it was fitted with.
-    summary: dict, what calibration.fit_flow.fit_flow returned (steps, losses in bits/dim, seconds).
+    fit_config: the calibration.flow_fitting.FlowFitConfig it was fitted with.
+    summary: dict, what calibration.flow_fitting.fit_flow returned (steps, losses in bits/dim, seconds).
   """
   method = FLOW
 
@@ -51,10 +53,10 @@ class FlowCalibration:
 
   def transform(self, x):
     """float [M, D] -> np.float32 [M, D], without dropout."""
-    return fit_flow_lib.transform(self.glow, np.asarray(x, np.float32))
+    return glow.transform(self.glow, np.asarray(x, np.float32))
 
   def save(self, folder):
-    fit_flow_lib.save_fitted_flow(self.glow, folder, self.fit_config, self.summary)
+    fitted_flow.save(self.glow, folder, self.fit_config, self.summary)
 
 
 class BaselineCalibration:
@@ -138,11 +140,11 @@ def fit(method, x, flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3, num_trai
     return BaselineCalibration(baseline.fit(x))
   _, line, near = evaluation.describe_isotropy(x, "the flow's fit vectors")
   (logging.warning if near else logging.info)("%s", line)
-  config = fit_flow_lib.FlowFitConfig(flow_model_config=flow_config, init=init, learning_rate=learning_rate,
+  config = flow_fitting.FlowFitConfig(flow_model_config=flow_config, init=init, learning_rate=learning_rate,
                                       num_train_epochs=num_train_epochs, batch_size=batch_size, seed=seed)
   with tempfile.TemporaryDirectory(prefix="bert-flow-") as tmp:
     rows_a, rows_b = pairs_lib.consecutive_pairs(len(x))
-    flow, summary = fit_flow_lib.fit_flow(fit_flow_lib.CachedPairs(x[rows_a], x[rows_b]), config, tmp)
+    flow, summary = flow_fitting.fit_flow(pair_sources.CachedPairs(x[rows_a], x[rows_b]), config, tmp)
   return FlowCalibration(flow, config, summary)
 
 
@@ -150,6 +152,6 @@ def load(folder):
   """Restores the calibration `save(folder)` wrote. Returns FlowCalibration or BaselineCalibration."""
   if os.path.isfile(os.path.join(folder, BASELINE_FILE)):
     return BaselineCalibration(baselines.load_baseline(os.path.join(folder, BASELINE_FILE)))
-  info = fit_flow_lib.read_flow_info(folder)
-  config = fit_flow_lib.FlowFitConfig(**info["fit"])
-  return FlowCalibration(fit_flow_lib.load_fitted_flow(folder), config, info)
+  info = fitted_flow.read_info(folder)
+  config = flow_fitting.FlowFitConfig(**info["fit"])
+  return FlowCalibration(fitted_flow.load(folder), config, info)

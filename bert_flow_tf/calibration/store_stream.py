@@ -1,14 +1,14 @@
 """Calibrations fitted from the embedding store shard by shard, in memory that does not grow with the corpus.
 
-The in-memory path (`fit_flow.CachedPairs`, `baselines.Whitening.fit`) holds every vector; it stays the default
+The in-memory path (`pair_sources.CachedPairs`, `baselines.Whitening.fit`) holds every vector; it stays the default
 where they fit. Here a pooling's vectors are read one store shard at a time (`StoreShards`), so the peak memory is
 a few shards plus a shuffle buffer whatever the number of sentences:
 
   StreamedPairs   the flow's pairs through tf.data: shards in a seeded order per epoch, interleaved, rows paired
                   within their shard (`data.pairs.consecutive_pairs`: rows 2i and 2i+1, an odd last row with
                   the shard's first, as a sentences file's lines pair up), shuffled across shards in a buffer,
-                  batched. The pair loss and step count are fit_flow's (num_pairs / batch_size * epochs, a
-                  partial batch carried on).
+                  batched. The pair loss and step count are `flow_fitting.fit_flow`'s (num_pairs / batch_size *
+                  epochs, a partial batch carried on).
   fit_whitening   BERT-whitening's mean and covariance merged shard by shard (Chan et al.'s pairwise update), the
                   same SVD and floor as `baselines.Whitening`.
 
@@ -23,8 +23,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
-import glow
 from bert_flow_tf.calibration import baselines
+from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.data import pairs as pairs_lib
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.utils import tf_data
@@ -72,7 +72,7 @@ class StoreShards:
     return np.asarray(pooling_lib.combine(self.pooling, values), np.float32)
 
 
-class StreamedPairs:
+class StreamedPairs(pair_sources.PairSource):
   """fit_flow's pairs, streamed from the store (see the module notes). Fits on one device, as CachedPairs.
 
   `fit_flow` asks `batch_order` for its order: here the step numbers themselves; step s's batch is the s-th of
@@ -146,11 +146,6 @@ class StreamedPairs:
     tf.random.set_seed(seed)
     batches = self.dataset(batch_size, seed).take(num_steps)
     return np.stack([ids.numpy() for _, _, ids in batches]) if num_steps else np.zeros([0, batch_size], np.int64)
-
-  def make_train_step(self, flow, optimizer, batch_size):  # pylint: disable=unused-argument
-    """train_step(idx int [1]) -> loss: `glow.make_train_step(pairs=True)` on the batch of step idx[0]."""
-    train_step = glow.make_train_step(flow, optimizer, pairs=True)
-    return lambda idx: train_step(*self.batch(idx))
 
 
 def fit_whitening(shards, k=None):
