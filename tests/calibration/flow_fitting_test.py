@@ -139,7 +139,8 @@ def test_fits_reuse_one_traced_step_and_equal_fresh_fits(tmp_path, tiny_config):
     reusable.clear()                                            # a new Glow, optimizer and trace: as every fit was
     fresh.append(flow_fitting.fit_flow(pairs, config, str(tmp_path / f"fresh{i}")))
   reusable.clear()
-  reused = [flow_fitting.fit_flow(pairs, config, str(tmp_path / f"reused{i}")) for i, (pairs, config) in enumerate(fits)]
+  reused = [flow_fitting.fit_flow(pairs, config, str(tmp_path / f"reused{i}"))
+            for i, (pairs, config) in enumerate(fits)]
   (state,) = reusable.values()
   assert state.tracing_count() == 1                           # the second fit ran the first one's trace
   for (flow_want, want), (flow_got, got) in zip(fresh, reused):
