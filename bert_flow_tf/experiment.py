@@ -200,12 +200,12 @@ class Experiment:
     provenance = {"model": self.config.model.source, "sentence_embedding_type": self.embedder.pooling.name,
                   "max_seq_length": self.embedder.max_seq_length, "mode": self.config.flow_mode}
     try:
-      flow = fitted_flow.reuse(flow_dir, fit_config, provenance)
+      reused = fitted_flow.reuse(flow_dir, fit_config, provenance)
     except errors.UserError as e:
       raise errors.UserError(f"{e.what}; use another --exp_name or remove that directory", e.where) from e
-    if flow is not None:
+    if reused is not None:
       logging.info("flow %s-%s already fitted in %s; reusing it", fit_on, label, flow_dir)
-      return flow
+      return reused[0]
     if self.config.flow_mode == "cached":
       pairs = pair_sources.CachedPairs(*self._pairs_vectors(pairsets))
     else:

@@ -111,8 +111,8 @@ def save(flow, flow_dir, fit, summary):
 
 
 def reuse(flow_dir, fit, provenance):
-  """The flow already fitted in `flow_dir` with these settings, or None: no flow.json there, or a fit that did not
-  finish (`fit_flow` resumes it from its checkpoint).
+  """(Glow, flow.json dict) of the flow already fitted in `flow_dir` with these settings, or None: no flow.json
+  there, or a fit that did not finish (`fit_flow` resumes it from its checkpoint).
 
   Raises:
     errors.UserError: the flow.json there records other settings (see `check`), or its checkpoint is unreadable.
@@ -120,4 +120,4 @@ def reuse(flow_dir, fit, provenance):
   if not os.path.isfile(os.path.join(flow_dir, INFO_FILE)):
     return None
   info = check(flow_dir, fit=fit, provenance=provenance)
-  return load(flow_dir) if info.get("complete") else None
+  return (load(flow_dir), info) if info.get("complete") else None
