@@ -7,7 +7,7 @@ each stage in its own process and reports its wall seconds and peak RSS (the pro
                store MB
   fit_stream   the flow (default config, 1 epoch, 32 pairs a step) on pairs streamed from the store shard by
                shard (calibration/store_stream.StreamedPairs), plus streamed whitening statistics
-  fit_memory   the same pairs read into memory first (fit_flow.CachedPairs), the default path
+  fit_memory   the same pairs read into memory first (pair_sources.CachedPairs), the default path
   beam_W       `python -m bert_flow_tf.beam --num_workers=W` into a fresh store (launcher RSS only; its worker
                processes are not waited for by it)
 
@@ -72,7 +72,7 @@ def stage_embed(args):
 def _pairs_in_memory(shards):
   """CachedPairs of the stream's pairing (consecutive rows of each shard), every vector in memory."""
   import numpy as np  # pylint: disable=g-import-not-at-top
-  from bert_flow_tf.calibration import fit_flow  # pylint: disable=g-import-not-at-top
+  from bert_flow_tf.calibration import pair_sources  # pylint: disable=g-import-not-at-top
   from bert_flow_tf.data import pairs as pairs_lib  # pylint: disable=g-import-not-at-top
   a, b = [], []
   for i in range(len(shards)):
@@ -80,11 +80,11 @@ def _pairs_in_memory(shards):
     rows_a, rows_b = pairs_lib.consecutive_pairs(len(x))
     a.append(x[rows_a])
     b.append(x[rows_b])
-  return fit_flow.CachedPairs(np.concatenate(a), np.concatenate(b))
+  return pair_sources.CachedPairs(np.concatenate(a), np.concatenate(b))
 
 
 def stage_fit(args):
-  from bert_flow_tf.calibration import fit_flow, store_stream  # pylint: disable=g-import-not-at-top
+  from bert_flow_tf.calibration import flow_fitting, store_stream  # pylint: disable=g-import-not-at-top
   from bert_flow_tf.modeling import pooling as pooling_lib  # pylint: disable=g-import-not-at-top
   shards = store_stream.StoreShards(args.store, pooling_lib.resolve(POOLING, 6))
   out = {}
@@ -95,9 +95,9 @@ def stage_fit(args):
     pairs = store_stream.StreamedPairs(shards)
   else:
     pairs = _pairs_in_memory(shards)
-  config = fit_flow.FlowFitConfig(save_checkpoints_steps=10 ** 9, num_train_epochs=args.epochs)
+  config = flow_fitting.FlowFitConfig(save_checkpoints_steps=10 ** 9, num_train_epochs=args.epochs)
   start = time.perf_counter()
-  _, summary = fit_flow.fit_flow(pairs, config, args.flow_dir)
+  _, summary = flow_fitting.fit_flow(pairs, config, args.flow_dir)
   out.update(seconds=time.perf_counter() - start, steps=summary["num_steps"], pairs=len(pairs),
              last_loss=summary["last_loss"])
   return out

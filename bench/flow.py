@@ -2,10 +2,12 @@
 
 Usage: python bench/flow.py [--config config_l3_d3_w32] [--steps 200] [--jit]
 
-The step is the one `fit_flow` runs (`glow.make_train_step(..., pairs=True)`): a batch of B sentence pairs, loss
-mean NLL of a + mean NLL of b. Each line: dim D, batch B (pairs), trace_s (first call: tracing and building),
-steps_per_s and sentences_per_s (steady state, 2B sentences a step), retraces (extra traces after the first; must
-be 0), and epoch_s_17k (estimated seconds for one epoch over 17,000 sentences, 8,500 pairs, plus tracing).
+The step is the one `flow_fitting.fit_flow` runs (`glow.make_train_step(..., pairs=True)`): a batch of B sentence
+pairs, loss mean NLL of a + mean NLL of b. Each line: dim D, batch B (pairs), trace_s (first call: tracing and
+building), steps_per_s and sentences_per_s (steady state, 2B sentences a step), retraces (extra traces after the
+first; must be 0), epoch_s_17k (estimated seconds for one epoch over 17,000 sentences, 8,500 pairs, plus tracing),
+and next_fit_s: what a later fit of the same config and width pays instead of trace_s (`glow.ReusableTrainStep`:
+a freshly seeded Glow built, copied in, the optimizer zeroed, then its first step on the kept trace).
 """
 import argparse
 import json
@@ -20,7 +22,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf
 
-from glow import AdamWeightDecay, DEFAULT_CONFIG, Glow, make_train_step
+from glow import AdamWeightDecay, DEFAULT_CONFIG, Glow, GlowConfig, ReusableTrainStep, make_train_step
 
 
 def bench(config, dim, batch, steps, jit_compile):
@@ -38,11 +40,21 @@ def bench(config, dim, batch, steps, jit_compile):
   float(loss)
   elapsed = time.perf_counter() - start
   steps_per_s = steps / elapsed
+  next_fit_s = None
+  if not jit_compile:  # ReusableTrainStep traces without XLA, as fit_flow runs
+    reusable = ReusableTrainStep(GlowConfig.load(config), dim, "original", weight_decay_rate=0.01)
+    reusable.reset(Glow.from_config(config, dim=dim, seed=1), learning_rate=1e-3)
+    float(reusable(*batches[0]))                               # the first fit traces
+    start = time.perf_counter()
+    reusable.reset(Glow.from_config(config, dim=dim, seed=2), learning_rate=1e-3)
+    float(reusable(*batches[1]))
+    next_fit_s = round(time.perf_counter() - start, 3)
+    assert reusable.tracing_count() == 1
   return {
       "config": config, "dim": dim, "batch": batch, "jit_compile": jit_compile,
       "trace_s": round(trace_s, 2), "steps_per_s": round(steps_per_s, 1),
       "sentences_per_s": round(steps_per_s * 2 * batch), "retraces": step.experimental_get_tracing_count() - 1,
-      "epoch_s_17k": round(trace_s + 17000 / (2 * batch) / steps_per_s, 1),
+      "epoch_s_17k": round(trace_s + 17000 / (2 * batch) / steps_per_s, 1), "next_fit_s": next_fit_s,
   }
 
 

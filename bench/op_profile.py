@@ -63,7 +63,8 @@ def main():
   args = parser.parse_args()
   embedder = SentenceEmbedder(loaders.load_model(model_dir=args.model), args.pooling)
   names = pooling_lib.quantities(embedder.pooling)
-  pieces, lengths = embedder.tokenize(stsb_sentences(args.data_dir))
+  pieces = embedder.tokenizer.tokenize_list(stsb_sentences(args.data_dir))          # ragged int32 [n, (pieces)]
+  lengths = pieces.row_lengths().numpy() + 2                                        # with [CLS] and [SEP]
   chosen = np.flatnonzero(lengths == args.length)[:args.batch_size]
   if len(chosen) < args.batch_size:
     raise SystemExit(f"fewer than {args.batch_size} STS-B sentences have {args.length} tokens")

@@ -48,14 +48,13 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 # pylint: disable=wrong-import-position
 from bert_flow_tf import loaders
-from bert_flow_tf.calibration import fit_flow
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.loaders import presets
 from bert_flow_tf.serving import export
 from bert_flow_tf.serving import session_loader
 from bench.encode import stsb_sentences
-from glow.model import Glow
+import glow
 # pylint: enable=wrong-import-position
 
 MAX_SEQ_LENGTH = 64
@@ -89,7 +88,7 @@ def main():
   embedder = SentenceEmbedder(loaders.load_model(args.model), args.pooling, max_seq_length=MAX_SEQ_LENGTH)
   flow = None
   if not args.no_flow:
-    flow = Glow.from_config("config_l3_d3_w32", dim=embedder.dim, init="ddi", seed=0)
+    flow = glow.Glow.from_config("config_l3_d3_w32", dim=embedder.dim, init="ddi", seed=0)
     flow.data_init(tf.constant(EmbeddingStore(embedder).vectors(bulk, embedder.pooling, show_progress=False)))
   workdir = tempfile.TemporaryDirectory()
   result = {"model": args.model, "pooling": args.pooling, "max_seq_length": MAX_SEQ_LENGTH, "flow": flow is not None}
@@ -145,7 +144,7 @@ def time_embedding(args, embedder, flow, bulk, single, workdir):
   def in_process(batch):
     # What SentenceEncoder.encode runs on new sentences.
     x = EmbeddingStore(embedder, batch_size=args.batch_size).vectors(batch, embedder.pooling, show_progress=False)
-    return x if flow is None else fit_flow.transform(flow, x)
+    return x if flow is None else glow.transform(flow, x)
 
   serve = export.load_text_model(text_dir).signatures["serving_default"]
   session = session_loader.SessionModel(text_dir)

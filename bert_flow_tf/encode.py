@@ -22,7 +22,9 @@ from absl import flags
 from absl import logging
 import numpy as np
 
-from bert_flow_tf.calibration import fit_flow
+import glow
+
+from bert_flow_tf.calibration import fitted_flow
 from bert_flow_tf.cli import aliases
 from bert_flow_tf.cli import encode_flags
 from bert_flow_tf.cli import engine_flags
@@ -63,7 +65,7 @@ def main(argv):
                                 use_xla=FLAGS.use_xla)
     if FLAGS.flow_checkpoint:
       try:
-        fit_flow.check_fitted_flow(FLAGS.flow_checkpoint, dim=embedder.dim, provenance={
+        fitted_flow.check(FLAGS.flow_checkpoint, dim=embedder.dim, provenance={
             "sentence_embedding_type": embedder.pooling.name, "max_seq_length": embedder.max_seq_length})
       except ValueError as e:
         raise app.UsageError(f"--flow_checkpoint={FLAGS.flow_checkpoint} does not fit: {e}") from e
@@ -78,7 +80,7 @@ def encode_file(input_file, output_file, embedder=None, flow_dir=None, exported_
     input_file: str. UTF-8 text, one sentence per line (empty lines included).
     output_file: str. Where the float32 [n, D] .npy goes.
     embedder: SentenceEmbedder, or None with `exported_model`.
-    flow_dir: str or None. A fitted-flow directory (flow.json + checkpoint, as `fit_flow` writes it): the output
+    flow_dir: str or None. A fitted-flow directory (flow.json + checkpoint, as `flow_fitting.fit_flow` writes it): the output
       is the flow's calibrated z of the embedder's vectors.
     exported_model: str or None. A text SavedModel (<export_dir>/text/<version>) to encode through instead of
       `embedder`; it already fixes the model, pooling, max_seq_length and flow.
@@ -103,13 +105,13 @@ def encode_file(input_file, output_file, embedder=None, flow_dir=None, exported_
       embeddings = export.encode_with_saved_model(exported_model, sentences, batch_size)
       what = f"exported model {exported_model}"
     else:
-      flow = fit_flow.load_fitted_flow(flow_dir) if flow_dir is not None else None
+      flow = fitted_flow.load(flow_dir) if flow_dir is not None else None
       # An in-memory store: each distinct line is encoded once.
       store = EmbeddingStore(embedder, root=None, batch_size=batch_size)
       embeddings = store.vectors(sentences, embedder.pooling)
       what = embedder.pooling.describe()
       if flow is not None:
-        embeddings = fit_flow.transform(flow, embeddings)
+        embeddings = glow.transform(flow, embeddings)
         what += f", then the flow in {flow_dir}"
     seconds = time.perf_counter() - start
     with open(tmp, "wb") as f:

@@ -26,7 +26,9 @@ from bert_flow_tf import data
 from bert_flow_tf import search
 from bert_flow_tf.calibration import baselines as baselines_lib
 from bert_flow_tf.calibration import calibrator
-from bert_flow_tf.calibration import fit_flow as fit_flow_lib
+from bert_flow_tf.calibration import fitted_flow
+from bert_flow_tf.calibration import flow_fitting
+from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.calibration import store_stream
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
@@ -85,8 +87,8 @@ class ExperimentSpec:
   max_seq_length: int = 64
   eval_tasks: tuple = ("sts-b",)
   fit_on: tuple = ("target",)
-  target_fit: fit_flow_lib.FlowFitConfig = fit_flow_lib.FlowFitConfig()
-  nli_fit: fit_flow_lib.FlowFitConfig = fit_flow_lib.FlowFitConfig(learning_rate=2e-5, num_train_epochs=0.15)
+  target_fit: flow_fitting.FlowFitConfig = flow_fitting.FlowFitConfig()
+  nli_fit: flow_fitting.FlowFitConfig = flow_fitting.FlowFitConfig(learning_rate=2e-5, num_train_epochs=0.15)
   flow_mode: str = "cached"
   use_full_for_training: bool = True
   one_pass_full: bool = False
@@ -110,8 +112,8 @@ class ExperimentSpec:
     for where in self.fit_on:
       if where not in scores_lib.FIT_ON:
         raise ValueError(f"unknown fit_on {where!r}; allowed: {', '.join(scores_lib.FIT_ON)}")
-    if self.flow_mode not in fit_flow_lib.MODES:
-      raise ValueError(f"unknown flow_mode {self.flow_mode!r}; allowed: {', '.join(fit_flow_lib.MODES)}")
+    if self.flow_mode not in flow_fitting.MODES:
+      raise ValueError(f"unknown flow_mode {self.flow_mode!r}; allowed: {', '.join(flow_fitting.MODES)}")
     for name in self.baselines:
       baselines_lib.check_name(name)
     problem = self.fit_from_store and fit_from_store_problem(bool(self.cache_dir), self.flow_mode,
@@ -225,13 +227,12 @@ class Experiment:
     return pairsets
 
   def _fit_flow(self, fit_on, dataset, pairsets, fit_config, vectors=None):
-    """The flow of (fit_on, dataset): reused from its folder when complete, else fitted. Every use of
-    calibration.fit_flow is here.
+    """The flow of (fit_on, dataset): reused from its folder when complete (`fitted_flow.reuse`), else fitted.
 
     Args:
       fit_on, dataset: str, name the folder flows/<fit_on>-<dataset>.
       pairsets: the PairSets fitted on (faithful mode embeds their sentences every step).
-      fit_config: fit_flow.FlowFitConfig.
+      fit_config: flow_fitting.FlowFitConfig.
       vectors: (a [N, D], b [N, D]) of `pairsets` from the store (cached mode), or None to look them up.
 
     Returns:
@@ -241,23 +242,22 @@ class Experiment:
     provenance = {"model": self.spec.model.source, "sentence_embedding_type": self.embedder.pooling.name,
                   "max_seq_length": self.embedder.max_seq_length, "mode": self.spec.flow_mode,
                   **({"pairs": store_stream.PAIR_SOURCE} if self.spec.fit_from_store else {})}
-    if os.path.isfile(os.path.join(flow_dir, fit_flow_lib.FLOW_INFO)):
-      try:
-        info = fit_flow_lib.check_fitted_flow(flow_dir, fit=fit_config, provenance=provenance)
-      except errors.UserError as e:
-        raise errors.UserError(f"{e.what}; use another --exp_name or remove that directory", e.where) from e
-      if info.get("complete"):
-        logging.info("flow %s-%s already fitted in %s; reusing it", fit_on, dataset, flow_dir)
-        return calibrator.FlowCalibration(fit_flow_lib.load_fitted_flow(flow_dir), fit_config, info)
+    try:
+      reused = fitted_flow.reuse(flow_dir, fit_config, provenance)
+    except errors.UserError as e:
+      raise errors.UserError(f"{e.what}; use another --exp_name or remove that directory", e.where) from e
+    if reused is not None:
+      logging.info("flow %s-%s already fitted in %s; reusing it", fit_on, dataset, flow_dir)
+      return calibrator.FlowCalibration(reused[0], fit_config, reused[1])
     if self.spec.fit_from_store:
       pairs = store_stream.StreamedPairs(self._stored_fit_set(pairsets))
     elif self.spec.flow_mode == "cached":
-      pairs = fit_flow_lib.CachedPairs(*(vectors or self._pairs_vectors(pairsets)))
+      pairs = pair_sources.CachedPairs(*(vectors or self._pairs_vectors(pairsets)))
     else:
-      pairs = fit_flow_lib.FaithfulPairs(self.embedder, [s for p in pairsets for s in p.sentences_a],
+      pairs = pair_sources.FaithfulPairs(self.embedder, [s for p in pairsets for s in p.sentences_a],
                                          [s for p in pairsets for s in p.sentences_b])
     with self.timer.stage(f"fit flow ({fit_on})"):
-      flow, summary = fit_flow_lib.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{dataset}",
+      flow, summary = flow_fitting.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{dataset}",
                                             provenance=provenance)
     return calibrator.FlowCalibration(flow, fit_config, summary)
 

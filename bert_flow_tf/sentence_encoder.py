@@ -36,7 +36,7 @@ from bert_flow_tf.serving import export as export_lib
 from bert_flow_tf import loaders
 from bert_flow_tf import search
 from bert_flow_tf.calibration import calibrator
-from bert_flow_tf.calibration import fit_flow as fit_flow_lib
+from bert_flow_tf.calibration import fitted_flow
 from bert_flow_tf.calibration import store_stream
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
@@ -279,7 +279,7 @@ class SentenceEncoder(search.SearchMixin):
     return self
 
   def load_flow(self, flow_dir):
-    """Sets a flow fitted by run_flow.py (exp/<name>/flows/<fit>-<dataset>) or `calibration.fit_flow`, after
+    """Sets a flow fitted by run_flow.py (exp/<name>/flows/<fit>-<dataset>) or `flow_fitting.fit_flow`, after
     checking its flow.json: fitted on vectors of this width, pooling and max_seq_length.
 
     Returns:
@@ -288,7 +288,7 @@ class SentenceEncoder(search.SearchMixin):
     Raises:
       ValueError: naming each setting that differs, with this encoder's value and the flow's.
     """
-    fit_flow_lib.check_fitted_flow(flow_dir, dim=self.embedder.dim, provenance={
+    fitted_flow.check(flow_dir, dim=self.embedder.dim, provenance={
         "sentence_embedding_type": self.embedder.pooling.name, "max_seq_length": self.embedder.max_seq_length})
     self._set_calibration(calibrator.load(flow_dir))
     return self

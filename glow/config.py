@@ -28,6 +28,12 @@ def config_names():
 class GlowConfig:
   """Hyperparameters of the Glow flow (the original's JSON fields).
 
+  The model reads coupling, coupling_width, coupling_dropout, n_levels, depth and permutation. The other four
+  (latent_architecture, activation, top_prior, use_fp16) are validated but never read: they stay because the
+  original's six files and every flow.json written so far carry them (dropping them would make those files
+  "unknown fields"), and checking them turns a setting this port does not implement (e.g. use_fp16: true) into
+  an error instead of a silently different flow.
+
   Attributes:
     latent_architecture: str. Only "glow_resnet" (the original never reads it).
     activation: str. Coupling-net activation; only "relu" (what every original config uses).

@@ -1,9 +1,19 @@
-"""The flow loss and a compiled training step for a Glow: one batch (or one batch of pairs) in, the loss out.
+"""The flow loss and its gradient step for a Glow: one batch (or one batch of pairs) in, the loss out.
 
 BERT-flow's loss on a batch of sentence pairs is the mean NLL (bits/dim) of the `a` sentences plus the mean NLL
 of the `b` sentences, through one shared flow (`nll_loss(nll_a, nll_b)`); on a plain batch it is the mean NLL.
+
+  nll_loss             the loss from per-example NLLs
+  loss_and_gradients   the loss of a batch and its gradients (the one gradient computation of the flow loss)
+  make_train_step      a traced step: loss_and_gradients, then the optimizer's update
+  ReusableTrainStep    one Glow, optimizer and traced pair step kept across fits, reset for each (no retrace)
+
+Legend: B batch (or pairs), D vector width.
 """
 import tensorflow as tf
+
+from glow.model import Glow
+from glow.optimization import AdamWeightDecay
 
 
 def nll_loss(*nlls, global_batch_size=None):
@@ -23,6 +33,26 @@ def nll_loss(*nlls, global_batch_size=None):
   else:
     terms = [tf.reduce_sum(nll) / float(global_batch_size) for nll in nlls]
   return tf.add_n(terms)
+
+
+def loss_and_gradients(flow, batches, weight=None, global_batch_size=None):
+  """`nll_loss` of `batches` through `flow` (training mode) and its gradients.
+
+  Args:
+    flow: Glow.
+    batches: sequence of float32 [B, D]: (x,) or (a, b).
+    weight: float32 [B] or None, per-row weight of the NLLs (0 drops a padding row).
+    global_batch_size: int or None, as `nll_loss`.
+
+  Returns:
+    (loss float32 scalar in bits/dim, gradients: one per `flow.trainable_variables`).
+  """
+  with tf.GradientTape() as tape:
+    nlls = [flow.nll(x, training=True) for x in batches]
+    if weight is not None:
+      nlls = [nll * weight for nll in nlls]
+    loss = nll_loss(*nlls, global_batch_size=global_batch_size)
+  return loss, tape.gradient(loss, flow.trainable_variables)
 
 
 def make_train_step(flow, optimizer, pairs=False, jit_compile=False):
@@ -45,19 +75,72 @@ def make_train_step(flow, optimizer, pairs=False, jit_compile=False):
   Raises:
     ValueError: if the flow's ActNorms still wait for data_init.
   """
-  if not bool(flow.initialized.numpy()):
-    raise ValueError(f"Glow {flow.name!r} (init={flow.init!r}) is not initialized: call "
-                     "flow.data_init(first_batch) before making the train step")
+  check_initialized(flow)
   variables = flow.trainable_variables
   optimizer.build(variables)
   spec = tf.TensorSpec([None, flow.dim], tf.float32)
 
   @tf.function(input_signature=[spec, spec] if pairs else [spec], jit_compile=jit_compile, autograph=False)
   def train_step(*batches):
-    with tf.GradientTape() as tape:
-      loss = nll_loss(*[flow.nll(x, training=True) for x in batches])
-    grads = tape.gradient(loss, variables)
+    loss, grads = loss_and_gradients(flow, batches)
     optimizer.apply_gradients(zip(grads, variables))
     return loss
 
   return train_step
+
+
+def check_initialized(flow):
+  """Raises ValueError if the flow's ActNorms still wait for `data_init` (a step would train from zeros)."""
+  if not bool(flow.initialized.numpy()):
+    raise ValueError(f"Glow {flow.name!r} (init={flow.init!r}) is not initialized: call "
+                     "flow.data_init(first_batch) before making the train step")
+
+
+class ReusableTrainStep:
+  """A Glow, its AdamWeightDecay and their traced pair step (`make_train_step(pairs=True)`), kept across fits.
+
+  Tracing the step costs seconds (`bench/flow.py`: trace_s), a step milliseconds. Instead of a new Glow,
+  optimizer and trace per fit, `reset(fresh, learning_rate)` copies the variables of `fresh` (a Glow built as the
+  fit would build it) into this one, zeroes the optimizer's moments and iteration count and sets its learning rate
+  (a variable, read by the traced step); the next steps then compute what a new Glow and optimizer would, with
+  the same trace. Not for a flow with coupling dropout: the trace's random ops would continue their draws from
+  the previous fit instead of starting anew.
+
+  Args:
+    config: GlowConfig (coupling_dropout 0).
+    dim: int, D.
+    init: str, the ActNorm init ("original" or "ddi").
+    weight_decay_rate: float, AdamWeightDecay's (fixed in the trace).
+  """
+
+  def __init__(self, config, dim, init, weight_decay_rate):
+    self.flow = Glow(config, dim, init=init)
+    self.optimizer = AdamWeightDecay(weight_decay_rate=weight_decay_rate)
+    self.optimizer.build(self.flow.trainable_variables)
+    self._step = None
+
+  def reset(self, fresh, learning_rate):
+    """Starts a new fit from `fresh`'s variables (a Glow of this config, width and init) with a zeroed optimizer."""
+    copy_variables(fresh, self.flow)
+    for variable in self.optimizer.variables:                  # iterations, then the moments m and v
+      variable.assign(tf.zeros_like(variable))
+    self.optimizer.learning_rate = learning_rate
+
+  def __call__(self, a, b):
+    """One step on the pairs a, b float32 [B, D]; returns the loss (bits/dim, before the update)."""
+    if self._step is None:
+      self._step = make_train_step(self.flow, self.optimizer, pairs=True)
+    return self._step(a, b)
+
+  def tracing_count(self):
+    """How many times the step was traced (1 after the first call, whatever the number of fits)."""
+    return 0 if self._step is None else self._step.experimental_get_tracing_count()
+
+
+def copy_variables(source, target):
+  """Assigns every variable of Glow `source` to the matching one of Glow `target` (same config, width, init)."""
+  if len(source.variables) != len(target.variables):
+    raise ValueError(f"Glow {source.name!r} has {len(source.variables)} variables, {target.name!r} "
+                     f"{len(target.variables)}: not the same config")
+  for theirs, ours in zip(source.variables, target.variables):
+    ours.assign(theirs)

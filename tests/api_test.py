@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 
 import bert_flow_tf
+import glow
 from bert_flow_tf import loaders
 from bert_flow_tf.calibration import baselines
-from bert_flow_tf.calibration import fit_flow as fit_flow_lib
+from bert_flow_tf.calibration import flow_fitting
+from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.data import sts
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.loaders import tf1_checkpoint
@@ -68,14 +70,14 @@ def test_fit_flow_then_save_and_load_bit_for_bit(tiny, tmp_path):
   raw = enc.encode_raw(SENTENCES)
   z = enc.encode(SENTENCES)
   assert np.abs(z - raw).max() > 1e-3
-  np.testing.assert_array_equal(z, fit_flow_lib.transform(flow.glow, raw))
+  np.testing.assert_array_equal(z, glow.transform(flow.glow, raw))
   # The pairs are consecutive rows, the odd last one with the first (as run_flow.py pairs a sentences file).
   rows_a, rows_b = list(range(0, 23, 2)), list(range(1, 23, 2)) + [0]
-  ref, _ = fit_flow_lib.fit_flow(fit_flow_lib.CachedPairs(raw[rows_a], raw[rows_b]),
-                                 fit_flow_lib.FlowFitConfig(flow_model_config=tiny["flow_config"], batch_size=4),
+  ref, _ = flow_fitting.fit_flow(pair_sources.CachedPairs(raw[rows_a], raw[rows_b]),
+                                 flow_fitting.FlowFitConfig(flow_model_config=tiny["flow_config"], batch_size=4),
                                  str(tmp_path / "ref"), provenance={"sentence_embedding_type": "first-last-avg",
                                                                     "max_seq_length": 16})
-  np.testing.assert_array_equal(z, fit_flow_lib.transform(ref, raw))
+  np.testing.assert_array_equal(z, glow.transform(ref, raw))
   # A flow directory as run_flow.py leaves it, checked against the encoder's pooling.
   np.testing.assert_array_equal(_encoder(tiny).load_flow(str(tmp_path / "ref")).calibration.transform(raw), z)
   with pytest.raises(ValueError, match=r"sentence_embedding_type=cls \(the flow was fitted with first-last-avg\)"):

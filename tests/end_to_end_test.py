@@ -18,12 +18,13 @@ import pytest
 import scipy.stats
 import tensorflow as tf
 
+import glow
 from bert_flow_tf import search
 from bert_flow_tf.evaluation import isotropy as isotropy_lib
 from bert_flow_tf.reporting import scores
 from bert_flow_tf import loaders
 from bert_flow_tf.calibration import baselines
-from bert_flow_tf.calibration import fit_flow
+from bert_flow_tf.calibration import fitted_flow
 from bert_flow_tf.data import sts
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from tests import tiny_runs
@@ -103,10 +104,10 @@ def reference(run, minilm_dir):
   """In-process: the installed MiniLM's vectors of SENTENCES, raw and through the run's own-data flow."""
   embedder = SentenceEmbedder(loaders.load_model(str(minilm_dir)), POOLING, max_seq_length=64)
   flow_dir = run["out"] / "flows" / "target-custom"
-  flow = fit_flow.load_fitted_flow(str(flow_dir))
+  flow = fitted_flow.load(str(flow_dir))
   raw = engine_vectors(embedder, SENTENCES)
   return {"embedder": embedder, "flow": flow, "flow_dir": flow_dir, "raw": raw,
-          "want": fit_flow.transform(flow, raw)}
+          "want": glow.transform(flow, raw)}
 
 
 @pytest.fixture(scope="module")
@@ -183,7 +184,7 @@ def test_own_files_are_scored_from_their_vectors(run, reference):
   sn = baselines.load_baseline(str(out / "baselines" / "target-custom-sn.npz"))
   flow = reference["flow"]
   want = {"none": _spearman_x100(a, b, labels),
-          "flow": _spearman_x100(fit_flow.transform(flow, a), fit_flow.transform(flow, b), labels),
+          "flow": _spearman_x100(glow.transform(flow, a), glow.transform(flow, b), labels),
           "sn": _spearman_x100(sn.transform(a), sn.transform(b), labels)}
   for r in custom[:3]:
     assert r.value == pytest.approx(want[r.method], abs=0.05), r

@@ -32,14 +32,14 @@ def test_one_line_names_the_place():
 
 def _write_flow(folder, dim):
   """A fitted flow of width `dim` (a few steps on random vectors), as run_flow.py writes it."""
-  from bert_flow_tf.calibration import fit_flow  # pylint: disable=g-import-not-at-top
+  from bert_flow_tf.calibration import flow_fitting, pair_sources  # pylint: disable=g-import-not-at-top
   folder.parent.mkdir(parents=True, exist_ok=True)
   rng = np.random.default_rng(0)
-  pairs = fit_flow.CachedPairs(rng.normal(size=[16, dim]).astype(np.float32),
+  pairs = pair_sources.CachedPairs(rng.normal(size=[16, dim]).astype(np.float32),
                                rng.normal(size=[16, dim]).astype(np.float32))
-  config = fit_flow.FlowFitConfig(flow_model_config=tiny_runs.tiny_flow_config(folder.parent / "flow.json"),
+  config = flow_fitting.FlowFitConfig(flow_model_config=tiny_runs.tiny_flow_config(folder.parent / "flow.json"),
                                   batch_size=8)
-  fit_flow.fit_flow(pairs, config, str(folder), provenance={"sentence_embedding_type": "last-avg",
+  flow_fitting.fit_flow(pairs, config, str(folder), provenance={"sentence_embedding_type": "last-avg",
                                                             "max_seq_length": 64})
   return str(folder)
 

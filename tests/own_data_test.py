@@ -6,13 +6,13 @@ import os
 import numpy as np
 import pytest
 
+import glow
 from bert_flow_tf import data
 from bert_flow_tf import search
 from bert_flow_tf.evaluation import isotropy as isotropy_lib
 from bert_flow_tf.evaluation import metrics
 from bert_flow_tf.calibration import baselines
-from bert_flow_tf.calibration import fit_flow
-from bert_flow_tf.calibration.fit_flow import FlowFitConfig
+from bert_flow_tf.calibration.flow_fitting import FlowFitConfig
 from bert_flow_tf.experiment import ExperimentSpec, run_experiments
 from tests.embedding.tiny_model import SENTENCES, tiny_model
 
@@ -87,7 +87,7 @@ def test_eval_file_alone_fits_on_its_pairs(tmp_path, own_files):
                                            experiment.embedder.pooling), 2)
   flow = experiment.flows[("target", "custom")]
   assert results[1].value == pytest.approx(metrics.spearman_x100(
-      search.cosine(fit_flow.transform(flow.glow, a), fit_flow.transform(flow.glow, b)), spec.custom.eval.labels))
+      search.cosine(glow.transform(flow.glow, a), glow.transform(flow.glow, b)), spec.custom.eval.labels))
   info = json.loads((tmp_path / "out" / "flows" / "target-custom" / "flow.json").read_text())
   assert info["num_steps"] == 22 // 4
 

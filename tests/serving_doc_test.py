@@ -21,8 +21,10 @@ import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2
 from tensorflow_serving.apis import prediction_service_pb2_grpc
 
+import glow
 from bert_flow_tf.serving import export
-from bert_flow_tf.calibration import fit_flow
+from bert_flow_tf.calibration import flow_fitting
+from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from glow.model import Glow
 from tests.embedding import tiny_model
@@ -261,10 +263,10 @@ def test_export_block_on_minilm(tmp_path):
   rng = np.random.default_rng(0)
   vectors = rng.normal(size=[128, 384]).astype(np.float32)
   flow_dir = tmp_path / "flow"
-  fit_flow.fit_flow(fit_flow.CachedPairs(vectors[:64], vectors[64:]),
-                    fit_flow.FlowFitConfig(flow_model_config="config_l2_d2_w32"), str(flow_dir))
+  flow_fitting.fit_flow(pair_sources.CachedPairs(vectors[:64], vectors[64:]),
+                    flow_fitting.FlowFitConfig(flow_model_config="config_l2_d2_w32"), str(flow_dir))
   ns = run_block(block("export"), {"EXPORT_DIR": repr(str(tmp_path / "export")), "FLOW_DIR": repr(str(flow_dir))})
   assert (tmp_path / "export" / "ids" / "1" / "saved_model.pb").is_file()
-  want = fit_flow.transform(ns["flow"], engine_vectors(ns["embedder"], ["A man is playing a guitar."]))
+  want = glow.transform(ns["flow"], engine_vectors(ns["embedder"], ["A man is playing a guitar."]))
   assert ns["embeddings"].shape == (1, 384)
   np.testing.assert_allclose(ns["embeddings"].numpy(), want, atol=1e-4)

@@ -2,11 +2,11 @@
 
 `fit(method, x)` fits one on vectors x [N, D]; each has `method`, `input_dim` (D), `dim` (its output width D'),
 `transform(x, dtype=np.float32)` (float [M, D] -> [M, D']) and `save(folder)`; `load(folder)` restores any of them
-exactly (the same weights, so the same outputs). The fitting itself is `calibration.fit_flow` (the flow) and
+exactly (the same weights, so the same outputs). The fitting itself is `calibration.flow_fitting` (the flow) and
 `calibration.baselines`.
 
 In a folder:
-  flow        flow.json + a checkpoint of the Glow alone (`fit_flow.load_fitted_flow` reads it)
+  flow        flow.json + a checkpoint of the Glow alone (`fitted_flow.load` reads it)
   baselines   baseline.npz (`baselines.load_baseline`)
 
 Legend: N, M = vectors, D = their width, D' = the calibrated width (D, except whitening-k: k).
@@ -20,7 +20,9 @@ from absl import logging
 import glow
 from bert_flow_tf.evaluation import isotropy as isotropy_lib
 from bert_flow_tf.calibration import baselines
-from bert_flow_tf.calibration import fit_flow as fit_flow_lib
+from bert_flow_tf.calibration import fitted_flow
+from bert_flow_tf.calibration import flow_fitting
+from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.calibration import store_stream
 from bert_flow_tf.data import pairs as pairs_lib
 
@@ -34,8 +36,8 @@ class FlowCalibration:
 
   Attributes:
     glow: the glow.Glow.
-    fit_config: the calibration.fit_flow.FlowFitConfig it was fitted with.
-    summary: dict, what calibration.fit_flow.fit_flow returned (steps, losses in bits/dim, seconds).
+    fit_config: the calibration.flow_fitting.FlowFitConfig it was fitted with.
+    summary: dict, what calibration.flow_fitting.fit_flow returned (steps, losses in bits/dim, seconds).
   """
   method = FLOW
 
@@ -52,10 +54,10 @@ class FlowCalibration:
 
   def transform(self, x, dtype=np.float32):
     """float [M, D] -> [M, D] of `dtype`, without dropout (the flow computes in float32)."""
-    return fit_flow_lib.transform(self.glow, np.asarray(x, np.float32)).astype(dtype, copy=False)
+    return glow.transform(self.glow, np.asarray(x, np.float32)).astype(dtype, copy=False)
 
   def save(self, folder):
-    fit_flow_lib.save_fitted_flow(self.glow, folder, self.fit_config, self.summary)
+    fitted_flow.save(self.glow, folder, self.fit_config, self.summary)
 
 
 class BaselineCalibration:
@@ -150,7 +152,7 @@ def fit(method, x, flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3, num_trai
     if not isinstance(baseline, baselines.Whitening):
       raise ValueError(f"{method!r} needs every vector at once; fitted from the store: flow, whitening, whitening-K")
     return BaselineCalibration(store_stream.fit_whitening(x, baseline.k))
-  config = fit_flow_lib.FlowFitConfig(flow_model_config=flow_config, init=init, learning_rate=learning_rate,
+  config = flow_fitting.FlowFitConfig(flow_model_config=flow_config, init=init, learning_rate=learning_rate,
                                       num_train_epochs=num_train_epochs, batch_size=batch_size, seed=seed)
   if streamed:
     pairs, provenance = store_stream.StreamedPairs(x), {"pairs": store_stream.PAIR_SOURCE}
@@ -158,9 +160,9 @@ def fit(method, x, flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3, num_trai
     _, line, near = isotropy_lib.describe_isotropy(x, "the flow's fit vectors")
     (logging.warning if near else logging.info)("%s", line)
     rows_a, rows_b = pairs_lib.consecutive_pairs(len(x))
-    pairs, provenance = fit_flow_lib.CachedPairs(x[rows_a], x[rows_b]), None
+    pairs, provenance = pair_sources.CachedPairs(x[rows_a], x[rows_b]), None
   with tempfile.TemporaryDirectory(prefix="bert-flow-") as tmp:
-    flow, summary = fit_flow_lib.fit_flow(pairs, config, tmp, provenance=provenance)
+    flow, summary = flow_fitting.fit_flow(pairs, config, tmp, provenance=provenance)
   return FlowCalibration(flow, config, summary)
 
 
@@ -168,6 +170,6 @@ def load(folder):
   """Restores the calibration `save(folder)` wrote. Returns FlowCalibration or BaselineCalibration."""
   if os.path.isfile(os.path.join(folder, BASELINE_FILE)):
     return BaselineCalibration(baselines.load_baseline(os.path.join(folder, BASELINE_FILE)))
-  info = fit_flow_lib.read_flow_info(folder)
-  config = fit_flow_lib.FlowFitConfig(**info["fit"])
-  return FlowCalibration(fit_flow_lib.load_fitted_flow(folder), config, info)
+  info = fitted_flow.read_info(folder)
+  config = flow_fitting.FlowFitConfig(**info["fit"])
+  return FlowCalibration(fitted_flow.load(folder), config, info)

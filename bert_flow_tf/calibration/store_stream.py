@@ -1,6 +1,6 @@
 """Calibrations fitted from the embedding store block by block, in memory that does not grow with the corpus.
 
-The in-memory path (`fit_flow.CachedPairs`, `baselines.Whitening.fit`) holds every vector; it stays the default
+The in-memory path (`pair_sources.CachedPairs`, `baselines.Whitening.fit`) holds every vector; it stays the default
 where they fit. Here a pooling's vectors are read from the store's shards in blocks of rows (`StoreShards`: the npz
 members memory-mapped, only a block's pages touched), optionally restricted to a fit set's sentences (`fit_set`),
 so the peak memory is a few blocks plus a shuffle buffer of a fixed size in MB, whatever the number of sentences:
@@ -10,8 +10,8 @@ so the peak memory is a few blocks plus a shuffle buffer of a fixed size in MB, 
                   last row with the shard's first, as a sentences file's lines pair up), shuffled across shards in a
                   buffer (DEFAULT_SHUFFLE_MB), batched. Each pair is copied into its own [2, D] tensor before the
                   buffer: a row sliced from a block shares (so keeps alive) the whole block while it waits there.
-                  The pair loss and step count are fit_flow's (num_pairs / batch_size * epochs, a partial batch
-                  carried on).
+                  The pair loss and step count are `flow_fitting.fit_flow`'s (num_pairs / batch_size * epochs, a
+                  partial batch carried on).
   fit_whitening   BERT-whitening's mean and covariance merged block by block (Chan et al.'s pairwise update), the
                   same SVD and floor as `baselines.Whitening`.
 
@@ -27,8 +27,8 @@ import zipfile
 import numpy as np
 import tensorflow as tf
 
-import glow
 from bert_flow_tf.calibration import baselines
+from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.data import pairs as pairs_lib
 from bert_flow_tf.embedding import store as store_lib
 from bert_flow_tf.modeling import pooling as pooling_lib
@@ -131,7 +131,7 @@ def _npy_member(path, name):
   return np.memmap(path, dtype, "r", offset, shape, "F" if fortran_order else "C")
 
 
-class StreamedPairs:
+class StreamedPairs(pair_sources.PairSource):
   """fit_flow's pairs, streamed from the store (see the module notes). Fits on one device, as CachedPairs.
 
   `fit_flow` asks `batch_order` for its order: here the step numbers themselves; step s's batch is the s-th of
@@ -217,11 +217,6 @@ class StreamedPairs:
     tf.random.set_seed(seed)
     batches = self.dataset(batch_size, seed).take(num_steps)
     return np.stack([ids.numpy() for _, _, ids in batches]) if num_steps else np.zeros([0, batch_size], np.int64)
-
-  def make_train_step(self, flow, optimizer, batch_size):  # pylint: disable=unused-argument
-    """train_step(idx int [1]) -> loss: `glow.make_train_step(pairs=True)` on the batch of step idx[0]."""
-    train_step = glow.make_train_step(flow, optimizer, pairs=True)
-    return lambda idx: train_step(*self.batch(idx))
 
 
 def fit_whitening(shards, k=None):

@@ -33,7 +33,7 @@ from bert_flow_tf import data
 from bert_flow_tf.cli import engine_flags
 from bert_flow_tf.cli import run_flow_flags
 from bert_flow_tf.experiment import NLI_FLOW, ExperimentSpec, fit_from_store_problem, run_experiments
-from bert_flow_tf.calibration.fit_flow import FlowFitConfig
+from bert_flow_tf.calibration.flow_fitting import FlowFitConfig
 
 # Every flag, in the groups --help shows: bert_flow_tf/cli/run_flow_flags.py (names: docs/flags.md).
 run_flow_flags.define_flags()

@@ -136,10 +136,3 @@ class SentenceEmbedder(tf.Module):
       logging.info("%d of %d sentences are longer than max_seq_length=%d tokens and were truncated",
                    truncated, len(sentences), self.max_seq_length)
     return out
-
-  def tokenize(self, sentences):
-    """Word pieces of a list of str: (ragged int32 [n, (pieces)], lengths np.int64 [n] with [CLS] and [SEP],
-    capped at max_seq_length)."""
-    pieces = self.tokenizer.tokenize_list(sentences)
-    lengths = pieces.row_lengths().numpy() + 2
-    return pieces, np.minimum(lengths, self.max_seq_length)

@@ -20,8 +20,6 @@ import tensorflow as tf
 from bert_flow_tf.modeling import packing
 from bert_flow_tf.utils import tf_data
 
-# calibration/fit_flow.py reads these two here until FaithfulPairs._pack calls packing.pack_to_longest.
-INPUT_NAMES, static_lengths = packing.INPUT_NAMES, packing.static_lengths
 _TOKENIZE_CHUNK = 1024
 _PREFETCH_BATCHES = 8
 

@@ -9,7 +9,10 @@ import tensorflow as tf
 import tf_keras as keras
 
 from bert_flow_tf import loaders
-from bert_flow_tf.calibration import fit_flow
+import glow
+from bert_flow_tf.calibration import fitted_flow
+from bert_flow_tf.calibration import flow_fitting
+from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.modeling.bert_encoder import BertEncoder
 from bert_flow_tf.modeling.config import BertConfig
@@ -34,7 +37,7 @@ def fit_config(tmp_path):
   path = tmp_path / "tiny_glow.json"
   path.write_text(json.dumps({"coupling": "additive", "coupling_width": 8, "n_levels": 2, "depth": 2,
                               "permutation": True}))
-  return fit_flow.FlowFitConfig(flow_model_config=str(path), learning_rate=1e-2, num_train_epochs=2.0,
+  return flow_fitting.FlowFitConfig(flow_model_config=str(path), learning_rate=1e-2, num_train_epochs=2.0,
                                 batch_size=7, save_checkpoints_steps=2, log_every_steps=2)
 
 
@@ -53,14 +56,14 @@ def _embedder(folder, strategy=None, dropout=0.0, max_seq_length=MAX_SEQ_LENGTH,
 
 
 def _pairs(embedder):
-  return fit_flow.FaithfulPairs(embedder, PAIRS_A, PAIRS_B)
+  return pair_sources.FaithfulPairs(embedder, PAIRS_A, PAIRS_B)
 
 
 class _Crash(Exception):
   pass
 
 
-class _CrashingPairs(fit_flow.FaithfulPairs):
+class _CrashingPairs(pair_sources.FaithfulPairs):
   """Raises before the `crash_at`-th step, like a process killed mid-fit."""
 
   def __init__(self, embedder, crash_at):
@@ -90,7 +93,7 @@ def _assert_same_fit(got, want, flow_got, flow_want, keys=("first_loss", "last_l
 def _one_device_fit(embedder, fit_config, flow_dir):
   pairs = _pairs(embedder)
   assert pairs.on_host
-  return fit_flow.fit_flow(pairs, fit_config, flow_dir)
+  return flow_fitting.fit_flow(pairs, fit_config, flow_dir)
 
 
 @pytest.mark.slow  # each fit traces BERT and the Glow into a mirrored train step
@@ -99,16 +102,16 @@ def test_mirrored_fit_resumes_and_equals_one_device_fit_and_loads_without_the_st
   flow_want, want = _one_device_fit(_embedder(folder), fit_config, str(tmp_path / "one_device"))
   embedder = _embedder(folder, cpu_strategy)
   with pytest.raises(_Crash):
-    fit_flow.fit_flow(_CrashingPairs(embedder, crash_at=4), fit_config, str(tmp_path / "mirrored"))
+    flow_fitting.fit_flow(_CrashingPairs(embedder, crash_at=4), fit_config, str(tmp_path / "mirrored"))
   assert tf.train.latest_checkpoint(str(tmp_path / "mirrored")).endswith("ckpt-2")
   pairs = _pairs(embedder)
   assert not pairs.on_host and pairs.strategy.num_replicas_in_sync == 2
-  flow, summary = fit_flow.fit_flow(pairs, fit_config, str(tmp_path / "mirrored"))
+  flow, summary = flow_fitting.fit_flow(pairs, fit_config, str(tmp_path / "mirrored"))
   assert summary["num_steps"] == 6 and summary["steps_done"] == 6
   _assert_same_fit(summary, want, flow, flow_want, keys=("last_loss",))
-  loaded = fit_flow.load_fitted_flow(str(tmp_path / "mirrored"))
+  loaded = fitted_flow.load(str(tmp_path / "mirrored"))
   x = np.random.default_rng(0).normal(size=(5, 16)).astype(np.float32)
-  np.testing.assert_allclose(fit_flow.transform(loaded, x), fit_flow.transform(flow_want, x), atol=1e-4)
+  np.testing.assert_allclose(glow.transform(loaded, x), glow.transform(flow_want, x), atol=1e-4)
 
 
 @pytest.mark.slow  # each fit traces BERT and the Glow into a mirrored train step
@@ -118,7 +121,7 @@ def test_static_shapes_and_xla_under_mirrored_equal_one_device(folder, fit_confi
   flow_want, want = _one_device_fit(_embedder(folder, max_seq_length=16), config, str(tmp_path / "one_device"))
   pairs = _pairs(_embedder(folder, cpu_strategy, max_seq_length=16, use_xla=True))
   assert pairs.embedder.static_shapes and not pairs.on_host
-  flow, summary = fit_flow.fit_flow(pairs, config, str(tmp_path / "xla"))
+  flow, summary = flow_fitting.fit_flow(pairs, config, str(tmp_path / "xla"))
   assert summary["num_steps"] == 3
   _assert_same_fit(summary, want, flow, flow_want)
 
@@ -127,7 +130,7 @@ def test_static_shapes_and_xla_under_mirrored_equal_one_device(folder, fit_confi
 def test_mirrored_fit_with_dropout_runs_and_its_loss_falls(folder, fit_config, tmp_path, cpu_strategy):
   config = dataclasses.replace(fit_config, num_train_epochs=4.0, batch_size=8, save_checkpoints_steps=100)
   # max_seq_length 16: one padded length, so one trace (the first test covers two lengths under the strategy).
-  flow, summary = fit_flow.fit_flow(_pairs(_embedder(folder, cpu_strategy, dropout=0.1, max_seq_length=16)), config,
+  flow, summary = flow_fitting.fit_flow(_pairs(_embedder(folder, cpu_strategy, dropout=0.1, max_seq_length=16)), config,
                                     str(tmp_path / "dropout"))
   assert summary["num_steps"] == 11 and summary["complete"]
   assert np.isfinite(summary["last_loss"]) and summary["mean_loss_last_10pct"] < 0.5 * summary["first_loss"]

@@ -5,9 +5,13 @@ import os
 import numpy as np
 import pytest
 
+import glow
 from bert_flow_tf.calibration import baselines
-from bert_flow_tf.calibration import fit_flow
+from bert_flow_tf.calibration import fitted_flow
+from bert_flow_tf.calibration import flow_fitting
+from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.calibration import store_stream
+from bert_flow_tf.data import order as order_lib
 from bert_flow_tf.data import pairs as pairs_lib
 from bert_flow_tf.embedding import store as store_lib
 from bert_flow_tf.modeling import pooling as pooling_lib
@@ -54,41 +58,41 @@ def test_streamed_flow_fit_equals_the_in_memory_fit_on_the_same_order_of_pairs(s
   config_path = tmp_path / "tiny.json"
   config_path.write_text(json.dumps({"coupling": "additive", "coupling_width": 8, "n_levels": 2, "depth": 2,
                                      "permutation": True}))
-  config = fit_flow.FlowFitConfig(flow_model_config=str(config_path), learning_rate=1e-2, batch_size=8,
+  config = flow_fitting.FlowFitConfig(flow_model_config=str(config_path), learning_rate=1e-2, batch_size=8,
                                   save_checkpoints_steps=4, log_every_steps=2)
   streamed = store_stream.StreamedPairs(shards, shuffle_buffer=32)
-  flow_s, summary_s = fit_flow.fit_flow(streamed, config, str(tmp_path / "streamed"))
+  flow_s, summary_s = flow_fitting.fit_flow(streamed, config, str(tmp_path / "streamed"))
   num_steps = summary_s["num_steps"]
-  # The same pairs in memory, placed so that fit_flow's own seeded order visits them in the stream's order
+  # The same pairs in memory, placed so that the fit's own seeded order visits them in the stream's order
   # (one epoch: every row of the order is distinct).
   ids = streamed.pair_ids(num_steps, config.batch_size, config.seed).ravel()
   vectors = [shards.read(i) for i in range(len(shards))]
   a = np.stack([vectors[i >> 32][i & 0xFFFFFFFF] for i in ids])
   b = np.stack([vectors[i >> 32][pairs_lib.consecutive_pairs(len(vectors[i >> 32]))[1][(i & 0xFFFFFFFF) // 2]]
                 for i in ids])
-  order = fit_flow.order_lib.batch_order(len(streamed), config.batch_size, num_steps, config.seed).ravel()
+  order = order_lib.batch_order(len(streamed), config.batch_size, num_steps, config.seed).ravel()
   rows_a, rows_b = np.zeros([len(streamed), shards.dim], np.float32), np.zeros([len(streamed), shards.dim],
                                                                                np.float32)
   rows_a[order], rows_b[order] = a, b
-  flow_m, summary_m = fit_flow.fit_flow(fit_flow.CachedPairs(rows_a, rows_b), config, str(tmp_path / "memory"))
+  flow_m, summary_m = flow_fitting.fit_flow(pair_sources.CachedPairs(rows_a, rows_b), config, str(tmp_path / "memory"))
   assert summary_m["num_steps"] == num_steps
   np.testing.assert_allclose(summary_s["first_loss"], summary_m["first_loss"], rtol=1e-6)
   np.testing.assert_allclose(summary_s["last_loss"], summary_m["last_loss"], rtol=1e-6)
   x = np.concatenate(vectors)
-  np.testing.assert_allclose(fit_flow.transform(flow_s, x), fit_flow.transform(flow_m, x), atol=1e-5)
+  np.testing.assert_allclose(glow.transform(flow_s, x), glow.transform(flow_m, x), atol=1e-5)
 
 
 def test_a_streamed_fit_resumed_from_its_checkpoint_ends_where_an_uninterrupted_one_does(shards, tmp_path):
   config_path = tmp_path / "tiny.json"
   config_path.write_text(json.dumps({"coupling_width": 8, "n_levels": 2, "depth": 1}))
-  config = fit_flow.FlowFitConfig(flow_model_config=str(config_path), batch_size=8, save_checkpoints_steps=3)
-  _, whole = fit_flow.fit_flow(store_stream.StreamedPairs(shards, 32), config, str(tmp_path / "whole"))
-  short = fit_flow.FlowFitConfig(**{**config.__dict__, "num_train_epochs": 0.5})
-  fit_flow.fit_flow(store_stream.StreamedPairs(shards, 32), short, str(tmp_path / "resumed"))
+  config = flow_fitting.FlowFitConfig(flow_model_config=str(config_path), batch_size=8, save_checkpoints_steps=3)
+  _, whole = flow_fitting.fit_flow(store_stream.StreamedPairs(shards, 32), config, str(tmp_path / "whole"))
+  short = flow_fitting.FlowFitConfig(**{**config.__dict__, "num_train_epochs": 0.5})
+  flow_fitting.fit_flow(store_stream.StreamedPairs(shards, 32), short, str(tmp_path / "resumed"))
   # The full fit resumes from the half-epoch run's last checkpoint (its step count is the full one's).
-  with open(tmp_path / "resumed" / fit_flow.FLOW_INFO, encoding="utf-8") as f:
+  with open(tmp_path / "resumed" / fitted_flow.INFO_FILE, encoding="utf-8") as f:
     assert json.load(f)["steps_done"] < whole["num_steps"]
-  _, resumed = fit_flow.fit_flow(store_stream.StreamedPairs(shards, 32), config, str(tmp_path / "resumed"))
+  _, resumed = flow_fitting.fit_flow(store_stream.StreamedPairs(shards, 32), config, str(tmp_path / "resumed"))
   assert resumed["last_loss"] == pytest.approx(whole["last_loss"], rel=1e-6)
 
 

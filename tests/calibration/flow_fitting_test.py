@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_flow_tf.calibration import fit_flow
+import glow
+from bert_flow_tf.calibration import fitted_flow
+from bert_flow_tf.calibration import flow_fitting
+from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.data import order as order_lib
 
 
@@ -18,23 +21,23 @@ def tiny_config(tmp_path_factory):
   path = tmp_path_factory.mktemp("config") / "tiny.json"
   path.write_text(json.dumps({"coupling": "additive", "coupling_width": 8, "n_levels": 2, "depth": 2,
                               "permutation": True}))
-  return fit_flow.FlowFitConfig(flow_model_config=str(path), learning_rate=1e-2, num_train_epochs=1.0,
+  return flow_fitting.FlowFitConfig(flow_model_config=str(path), learning_rate=1e-2, num_train_epochs=1.0,
                                 batch_size=8, save_checkpoints_steps=3, log_every_steps=2)
 
 
 @pytest.fixture(scope="module")
 def full_fit(tmp_path_factory, tiny_config):
   """(flow, summary, flow_dir) of one uninterrupted fit of `_pairs()` with PROVENANCE, shared by the resume and the
-  check_fitted_flow tests (each fit traces a train step of its own: most of a fit's time)."""
+  fitted_flow.check tests (each fit traces a train step of its own: most of a fit's time)."""
   flow_dir = str(tmp_path_factory.mktemp("full") / "flow")
-  flow, summary = fit_flow.fit_flow(_pairs(), tiny_config, flow_dir, provenance=PROVENANCE)
+  flow, summary = flow_fitting.fit_flow(_pairs(), tiny_config, flow_dir, provenance=PROVENANCE)
   return flow, summary, flow_dir
 
 
 def _pairs(n=100, d=16, seed=0):
   rng = np.random.default_rng(seed)
   scale = np.geomspace(10.0, 0.1, d)
-  return fit_flow.CachedPairs((rng.normal(size=(n, d)) * scale).astype(np.float32),
+  return pair_sources.CachedPairs((rng.normal(size=(n, d)) * scale).astype(np.float32),
                               (rng.normal(size=(n, d)) * scale).astype(np.float32))
 
 
@@ -42,7 +45,7 @@ class _Crash(Exception):
   pass
 
 
-class _CrashingPairs(fit_flow.CachedPairs):
+class _CrashingPairs(pair_sources.CachedPairs):
   """Raises on the `crash_at`-th batch request, like a process killed mid-fit."""
 
   def __init__(self, pairs, crash_at):
@@ -76,17 +79,17 @@ def test_resume_after_crash_ends_where_an_uninterrupted_run_ends(tmp_path, tiny_
   assert summary["num_steps"] == 12 and summary["complete"]
   assert summary["last_loss"] < summary["first_loss"]
   with pytest.raises(_Crash):
-    fit_flow.fit_flow(_CrashingPairs(pairs, crash_at=8), tiny_config, str(tmp_path / "resumed"))
+    flow_fitting.fit_flow(_CrashingPairs(pairs, crash_at=8), tiny_config, str(tmp_path / "resumed"))
   assert tf.train.latest_checkpoint(str(tmp_path / "resumed")).endswith("ckpt-6")
   with pytest.raises(ValueError, match="did not finish"):
-    fit_flow.load_fitted_flow(str(tmp_path / "resumed"))
-  resumed, summary = fit_flow.fit_flow(pairs, tiny_config, str(tmp_path / "resumed"))
+    fitted_flow.load(str(tmp_path / "resumed"))
+  resumed, summary = flow_fitting.fit_flow(pairs, tiny_config, str(tmp_path / "resumed"))
   assert summary["steps_done"] == 12
   for a, b in zip(_variables(full), _variables(resumed)):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-  loaded = fit_flow.load_fitted_flow(str(tmp_path / "resumed"))
+  loaded = fitted_flow.load(str(tmp_path / "resumed"))
   x = pairs.a[:5]
-  np.testing.assert_allclose(fit_flow.transform(loaded, x), fit_flow.transform(full, x), atol=1e-5)
+  np.testing.assert_allclose(glow.transform(loaded, x), glow.transform(full, x), atol=1e-5)
 
 
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_config):
@@ -98,30 +101,51 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_config
   assert bad_rows
   bad = pairs.a.copy()
   bad[bad_rows] = np.nan
-  with pytest.raises(fit_flow.FlowDivergedError, match="at step 8"):
-    fit_flow.fit_flow(fit_flow.CachedPairs(bad, pairs.b), tiny_config, str(tmp_path / "nan"))
+  with pytest.raises(flow_fitting.FlowDivergedError, match="at step 8"):
+    flow_fitting.fit_flow(pair_sources.CachedPairs(bad, pairs.b), tiny_config, str(tmp_path / "nan"))
   assert tf.train.latest_checkpoint(str(tmp_path / "nan")).endswith("ckpt-6")
   with pytest.raises(ValueError, match="did not finish"):
-    fit_flow.load_fitted_flow(str(tmp_path / "nan"))
+    fitted_flow.load(str(tmp_path / "nan"))
 
 
 def test_ddi_init_runs_on_the_first_batch(tmp_path, tiny_config):
   config = dataclasses.replace(tiny_config, init="ddi")
-  flow, summary = fit_flow.fit_flow(_pairs(), config, str(tmp_path / "ddi"))
+  flow, summary = flow_fitting.fit_flow(_pairs(), config, str(tmp_path / "ddi"))
   assert bool(flow.initialized.numpy()) and np.isfinite(summary["last_loss"])
 
 
 def test_too_few_pairs_for_one_step(tmp_path, tiny_config):
   with pytest.raises(ValueError, match="less than one step"):
-    fit_flow.fit_flow(_pairs(n=4), tiny_config, str(tmp_path / "few"))
+    flow_fitting.fit_flow(_pairs(n=4), tiny_config, str(tmp_path / "few"))
 
 
-def test_check_fitted_flow_names_what_differs(tiny_config, full_fit):
+def test_fitted_flow_check_names_what_differs(tiny_config, full_fit):
   provenance, flow_dir = PROVENANCE, full_fit[2]
-  info = fit_flow.check_fitted_flow(flow_dir, dim=16, fit=tiny_config, provenance={**provenance, "not_recorded": 1})
+  info = fitted_flow.check(flow_dir, dim=16, fit=tiny_config, provenance={**provenance, "not_recorded": 1})
   assert info["complete"] and info["provenance"] == provenance
   with pytest.raises(ValueError, match=r"\(dim, max_seq_length differ\): max_seq_length=32 \(the flow was fitted "
                                        r"with 64\); dim=8 \(the flow was fitted with 16\)"):
-    fit_flow.check_fitted_flow(flow_dir, dim=8, provenance={**provenance, "max_seq_length": 32})
+    fitted_flow.check(flow_dir, dim=8, provenance={**provenance, "max_seq_length": 32})
   with pytest.raises(ValueError, match=r"\(fit differ\): fit.learning_rate=0.5 \(the flow was fitted with 0.01\)$"):
-    fit_flow.check_fitted_flow(flow_dir, fit=dataclasses.replace(tiny_config, learning_rate=0.5))
+    fitted_flow.check(flow_dir, fit=dataclasses.replace(tiny_config, learning_rate=0.5))
+
+
+def test_fits_reuse_one_traced_step_and_equal_fresh_fits(tmp_path, tiny_config):
+  fits = [(_pairs(seed=1), dataclasses.replace(tiny_config, seed=7)),
+          (_pairs(n=120, seed=2), dataclasses.replace(tiny_config, seed=8, learning_rate=3e-3))]
+  reusable = flow_fitting._REUSABLE_STEPS  # pylint: disable=protected-access
+  fresh = []
+  for i, (pairs, config) in enumerate(fits):
+    reusable.clear()                                            # a new Glow, optimizer and trace: as every fit was
+    fresh.append(flow_fitting.fit_flow(pairs, config, str(tmp_path / f"fresh{i}")))
+  reusable.clear()
+  reused = [flow_fitting.fit_flow(pairs, config, str(tmp_path / f"reused{i}"))
+            for i, (pairs, config) in enumerate(fits)]
+  (state,) = reusable.values()
+  assert state.tracing_count() == 1                           # the second fit ran the first one's trace
+  for (flow_want, want), (flow_got, got) in zip(fresh, reused):
+    assert [got[k] for k in ("first_loss", "last_loss", "mean_loss_last_10pct")] == [
+        want[k] for k in ("first_loss", "last_loss", "mean_loss_last_10pct")]
+    for a, b in zip(flow_want.variables, flow_got.variables):  # the first fit's flow is untouched by the second
+      np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.name)
+  assert fresh[0][1]["last_loss"] != fresh[1][1]["last_loss"]

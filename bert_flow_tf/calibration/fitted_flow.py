@@ -1,0 +1,123 @@
+"""A fitted flow's folder: its flow.json (what was fitted, how, on what) and the checkpoint of its Glow.
+
+  write_info   flow.json: dim, the Glow config, the fit settings, progress and provenance
+  read_info    flow.json back, with one-line errors for a missing or broken file
+  check        flow.json compared with the settings a caller would fit or use it with
+  load         the Glow of a finished fit
+  save         a fitted Glow written as `flow_fitting.fit_flow` leaves it
+  reuse        the one rule for a folder met again: a finished fit with the same settings is loaded, an unfinished
+               one is left for the fit to resume, other settings are an error
+
+`flow_fitting.fit_flow` writes the folder (and its checkpoints) as it fits.
+"""
+import dataclasses
+import json
+import os
+
+import tensorflow as tf
+
+import glow
+from bert_flow_tf.utils import errors
+from bert_flow_tf.utils import io_utils
+
+INFO_FILE = "flow.json"
+
+
+def write_info(flow_dir, dim, fit, extra):
+  """Writes flow.json: dim, the Glow config of `fit.flow_model_config`, `fit` (a FlowFitConfig) and `extra`."""
+  info = {"dim": dim, "flow_config": glow.GlowConfig.load(fit.flow_model_config).to_dict(),
+          "fit": dataclasses.asdict(fit), **extra}
+  io_utils.write_text(os.path.join(flow_dir, INFO_FILE), json.dumps(info, indent=2, sort_keys=True) + "\n")
+
+
+def read_info(flow_dir):
+  """The flow.json that `fit_flow` wrote: dim, flow config, fit config, progress and `provenance`."""
+  info_path = os.path.join(flow_dir, INFO_FILE)
+  if not os.path.isfile(info_path):
+    raise errors.missing_file(f"no fitted flow: {INFO_FILE} is missing", info_path)
+  with open(info_path, encoding="utf-8") as f:
+    try:
+      return json.load(f)
+    except json.JSONDecodeError as e:
+      raise errors.UserError(f"not valid JSON ({e.msg})", f"{info_path}:{e.lineno}") from e
+
+
+def check(flow_dir, dim=None, fit=None, provenance=None):
+  """Reads the flow.json in `flow_dir` and checks that the flow was fitted as these arguments say.
+
+  Only what is given is compared: `dim` with the flow's width, `fit` with its fit settings, and each key of
+  `provenance` that the flow.json records (a flow written without provenance skips that part).
+
+  Args:
+    flow_dir: str, a directory written by `fit_flow`.
+    dim: int or None, the width of the vectors that will go through the flow.
+    fit: FlowFitConfig or None, the settings the caller would fit with.
+    provenance: dict or None, what the vectors are (as `fit_flow` takes it).
+
+  Returns:
+    dict, the flow.json (see `read_info`).
+
+  Raises:
+    FileNotFoundError: flow_dir holds no flow.json.
+    ValueError: naming every setting that differs, with the value asked for and the flow's.
+  """
+  info = read_info(flow_dir)
+  fitted = info.get("provenance") or {}
+  asked = {k: (v, fitted[k]) for k, v in (provenance or {}).items() if k in fitted}
+  if dim is not None:
+    asked["dim"] = (dim, info["dim"])
+  if fit is not None:
+    ours, theirs = dataclasses.asdict(fit), info["fit"]
+    asked.update({f"fit.{k}": (ours.get(k), theirs.get(k)) for k in sorted(ours.keys() | theirs.keys())})
+  wrong = {k: v for k, v in asked.items() if v[0] != v[1]}
+  if wrong:
+    names = sorted({k.split(".")[0] for k in wrong})
+    raise errors.UserError(f"the flow was fitted with other settings ({', '.join(names)} differ): " + "; ".join(
+        f"{k}={want} (the flow was fitted with {got})" for k, (want, got) in wrong.items()), flow_dir)
+  return info
+
+
+def load(flow_dir):
+  """Restores a flow written by `fit_flow` (its flow.json and latest checkpoint). Returns a Glow."""
+  info = read_info(flow_dir)
+  if not info.get("complete"):
+    raise errors.UserError(f"the flow did not finish fitting ({info.get('steps_done')} of {info.get('num_steps')} "
+                           "steps); rerun the fit to resume it", flow_dir)
+  flow = glow.Glow(glow.GlowConfig.from_dict(info["flow_config"]), info["dim"], init=info["fit"]["init"],
+                   seed=info["fit"]["seed"])
+  latest = tf.train.latest_checkpoint(flow_dir)
+  if latest is None:
+    raise errors.missing_file("no flow checkpoint", flow_dir)
+  try:
+    tf.train.Checkpoint(flow=flow).restore(latest).expect_partial()
+  except (tf.errors.OpError, ValueError, IndexError) as e:  # a truncated file: IndexError "Read less bytes"
+    raise errors.UserError(f"cannot restore the flow, corrupt or of another shape? ({e})", latest) from e
+  return flow
+
+
+def save(flow, flow_dir, fit, summary):
+  """Writes a fitted flow as `fit_flow` leaves it, for `load`: flow.json and a checkpoint of the flow alone (no
+  optimizer slots).
+
+  Args:
+    flow: the fitted Glow.
+    flow_dir: str, a new or empty directory.
+    fit: FlowFitConfig, how it was fitted.
+    summary: dict, what `fit_flow` returned with it (complete must be True).
+  """
+  os.makedirs(flow_dir, exist_ok=True)
+  tf.train.Checkpoint(flow=flow).save(os.path.join(flow_dir, "flow"))
+  write_info(flow_dir, flow.dim, fit, {k: v for k, v in summary.items() if k not in ("dim", "flow_config", "fit")})
+
+
+def reuse(flow_dir, fit, provenance):
+  """(Glow, flow.json dict) of the flow already fitted in `flow_dir` with these settings, or None: no flow.json
+  there, or a fit that did not finish (`fit_flow` resumes it from its checkpoint).
+
+  Raises:
+    errors.UserError: the flow.json there records other settings (see `check`), or its checkpoint is unreadable.
+  """
+  if not os.path.isfile(os.path.join(flow_dir, INFO_FILE)):
+    return None
+  info = check(flow_dir, fit=fit, provenance=provenance)
+  return (load(flow_dir), info) if info.get("complete") else None

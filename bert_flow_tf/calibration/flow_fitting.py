@@ -1,0 +1,170 @@
+"""Fits BERT-flow's Glow on sentence pairs by maximum likelihood: the loop, its checkpoints and resume.
+
+As the original, a batch is `batch_size` PAIRS and the loss is the mean NLL (bits/dim) of the `a` sentences
+plus that of the `b` sentences, through one shared flow. The step count is
+int(num_pairs / batch_size * num_train_epochs); the pairs are visited in the source's seeded order (in memory:
+a new permutation per epoch, a final partial batch carried into the next epoch), so a run stopped and restarted
+from its checkpoint sees the same batches and ends at the same result as an uninterrupted one.
+
+The pairs come from a `pair_sources.PairSource`: cached vectors, BERT with dropout every step (faithful), or the
+store read shard by shard (`store_stream.StreamedPairs`). The fitted flow's folder (flow.json, checkpoints) is
+`fitted_flow`'s.
+
+A fit on one device reuses the traced train step of the fits before it with the same Glow config, width, init
+and weight decay (`glow.ReusableTrainStep`, reset to the fit's freshly seeded Glow): the same numbers as a new
+trace, without its seconds.
+
+Legend: B = pairs per batch, D = embedding width.
+"""
+import collections
+import dataclasses
+import math
+import os
+
+import numpy as np
+import tensorflow as tf
+import tf_keras as keras
+from absl import logging
+
+from tensorflow.core.framework import summary_pb2
+
+import glow
+from bert_flow_tf.calibration import fitted_flow
+from bert_flow_tf.data import order as order_lib
+from bert_flow_tf.utils.progress import Progress
+
+# TensorBoard's scalar-plugin tag, written with core TF so that tensorboard is needed only to view the events.
+_SCALAR_METADATA = summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(
+    plugin_name="scalars"))
+MODES = ("cached", "faithful")
+# (GlowConfig, D, init, weight_decay_rate) -> glow.ReusableTrainStep, the most recently used last.
+_REUSABLE_STEPS = collections.OrderedDict()
+_MAX_REUSABLE_STEPS = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class FlowFitConfig:
+  """How to fit the flow. Defaults are the paper's target setting.
+
+  Attributes:
+    flow_model_config: str, a glow config name (default glow.DEFAULT_CONFIG, the original's) or a JSON path.
+    init: str, "original" (the original's effective ActNorm init) or "ddi" (data-dependent, on the first batch).
+    learning_rate: float, constant (1e-3 target, 2e-5 NLI in the paper).
+    num_train_epochs: float (1.0 target, 0.15 NLI).
+    batch_size: int, pairs per step (32).
+    seed: int, seeds the flow's init and the batch order.
+    weight_decay_rate: float, AdamWeightDecay's decoupled decay (0.01 as the original).
+    save_checkpoints_steps: int, checkpoint period in steps (and at the end).
+    log_every_steps: int, TensorBoard and log period.
+  """
+  flow_model_config: str = glow.DEFAULT_CONFIG
+  init: str = "original"
+  learning_rate: float = 1e-3
+  num_train_epochs: float = 1.0
+  batch_size: int = 32
+  seed: int = 1234
+  weight_decay_rate: float = 0.01
+  save_checkpoints_steps: int = 100
+  log_every_steps: int = 10
+
+
+class FlowDivergedError(FloatingPointError):
+  """The loss became NaN or inf; the last good checkpoint is kept."""
+
+
+def _seeded_glow(glow_config, dim, fit):
+  """The Glow a fit starts from: Python, numpy and TF seeded with fit.seed, then built."""
+  keras.utils.set_random_seed(fit.seed)
+  return glow.Glow(glow_config, dim, init=fit.init, seed=fit.seed)
+
+
+def _train_state(pairs, glow_config, fit):
+  """A glow.ReusableTrainStep for this fit: the cached one on one device (the default strategy, no dropout), else
+  a new one under the pairs' strategy (mirrored variables; the source's own step is traced per fit anyway)."""
+  key = (glow_config, pairs.dim, fit.init, fit.weight_decay_rate)
+  reusable = (glow_config.coupling_dropout == 0 and not tf.distribute.has_strategy()
+              and pairs.strategy is tf.distribute.get_strategy())
+  if not reusable:
+    with pairs.strategy.scope():
+      return glow.ReusableTrainStep(*key)
+  if key not in _REUSABLE_STEPS:
+    _REUSABLE_STEPS[key] = glow.ReusableTrainStep(*key)
+    while len(_REUSABLE_STEPS) > _MAX_REUSABLE_STEPS:
+      _REUSABLE_STEPS.popitem(last=False)
+  _REUSABLE_STEPS.move_to_end(key)
+  return _REUSABLE_STEPS[key]
+
+
+def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
+  """Fits a Glow on `pairs`, checkpointing into `flow_dir`; resumes from the latest checkpoint there.
+
+  Args:
+    pairs: a pair_sources.PairSource (CachedPairs, FaithfulPairs, store_stream.StreamedPairs).
+    config: FlowFitConfig.
+    flow_dir: str. Checkpoints, flow.json and TensorBoard events (`tb/`) go here.
+    name: str, a label for logs and progress.
+    provenance: dict or None, what the vectors are (model, pooling, max_seq_length), kept in flow.json so that
+      users of the flow can check they feed it the same kind of vectors.
+
+  Returns:
+    (Glow, dict) — the fitted flow (a Glow of its own, not shared with later fits) and a summary: steps,
+    first/last/mean loss (bits/dim), seconds.
+
+  Raises:
+    FlowDivergedError when a loss is NaN or inf (the last good checkpoint stays in flow_dir).
+  """
+  num_steps = order_lib.num_train_steps(len(pairs), config.batch_size, config.num_train_epochs)
+  if num_steps < 1:
+    raise ValueError(f"{name}: {len(pairs)} pairs at batch_size {config.batch_size} x {config.num_train_epochs} "
+                     "epochs is less than one step")
+  order = pairs.batch_order(num_steps, config.batch_size, config.seed)
+  glow_config = glow.GlowConfig.load(config.flow_model_config)
+  state = _train_state(pairs, glow_config, config)
+  fresh = _seeded_glow(glow_config, pairs.dim, config)
+  state.reset(fresh, config.learning_rate)
+  flow, optimizer = state.flow, state.optimizer
+  step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+  checkpoint = tf.train.Checkpoint(flow=flow, optimizer=optimizer, step=step)
+  manager = tf.train.CheckpointManager(checkpoint, flow_dir, max_to_keep=2)
+  if manager.latest_checkpoint:
+    checkpoint.restore(manager.latest_checkpoint)
+    logging.info("%s: resuming from %s (step %d of %d)", name, manager.latest_checkpoint, int(step), num_steps)
+  elif config.init == "ddi":
+    a, b = pairs.batch(order[0])
+    flow.data_init(tf.concat([a, b], axis=0))
+  fitted_flow.write_info(flow_dir, pairs.dim, config, {"num_steps": num_steps, "steps_done": int(step),
+                                                       "complete": False, "provenance": provenance})
+
+  with pairs.strategy.scope():
+    train_step = pairs.make_train_step(flow, optimizer, config.batch_size)
+  if train_step is None:
+    train_step = lambda row: state(*pairs.batch(row))
+  writer = tf.summary.create_file_writer(os.path.join(flow_dir, "tb"))
+  progress = Progress(f"fitting {name}", num_steps, unit="step", min_total=200)
+  progress.update(int(step))
+  losses, start = [], tf.timestamp()
+  while int(step) < num_steps:
+    loss = float(train_step(order[int(step)]))
+    if not math.isfinite(loss):
+      raise FlowDivergedError(f"{name}: flow loss is {loss} at step {int(step) + 1}; the last good checkpoint is "
+                              f"{manager.latest_checkpoint or 'none (no step finished)'}")
+    step.assign_add(1)
+    losses.append(loss)
+    progress.update(1)
+    done = int(step)
+    if done % config.log_every_steps == 0 or done == num_steps:
+      with writer.as_default():
+        tf.summary.write(f"flow_loss/{name}", tf.constant(loss), step=done, metadata=_SCALAR_METADATA)
+    if done % config.save_checkpoints_steps == 0 or done == num_steps:
+      manager.save(checkpoint_number=done)
+  writer.flush()
+  seconds = float(tf.timestamp() - start)
+  summary = {"num_steps": num_steps, "steps_done": int(step), "complete": True, "seconds": seconds,
+             "provenance": provenance,
+             "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
+             "mean_loss_last_10pct": float(np.mean(losses[-max(1, len(losses) // 10):])) if losses else None}
+  fitted_flow.write_info(flow_dir, pairs.dim, config, summary)
+  logging.info("%s: %d steps in %.1f s, loss (bits/dim, a+b) %s -> %s", name, num_steps, seconds,
+               summary["first_loss"], summary["last_loss"])
+  glow.training.copy_variables(flow, fresh)                    # the state's Glow goes on to the next fit
+  return fresh, summary
