@@ -8,7 +8,7 @@ The Python API (README: Python API):
   cos_sim, semantic_search   on vectors (bert_flow_tf/search.py); isotropy (bert_flow_tf/evaluation/isotropy.py)
 
 Everything here is built on Keras 2, imported by name (`import tf_keras`); importing the package leaves the
-caller's `tf.keras` alone. The commands (bert_flow_tf/cli/, bert_flow_tf/encode.py) own their process and set
+caller's `tf.keras` alone. The commands (bert_flow_tf/cli/) own their process and set
 TF_USE_LEGACY_KERAS=1 before TensorFlow loads, so that it skips importing Keras 3 (about 1.5 s of start-up).
 """
 import importlib

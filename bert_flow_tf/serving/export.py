@@ -50,7 +50,6 @@ from bert_flow_tf.utils import io_utils
 INFO_FILE = "export_info.json"
 _IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
 _TEXT_SPEC = tf.TensorSpec([None], tf.string)
-_COSINE_EPS = 1e-12
 
 
 class Affine(tf.Module):
@@ -144,7 +143,7 @@ class _TextEmbedder(_IdsEmbedder):
         message="similarity needs sentences_a and sentences_b of the same length")]):
       a = self.embed_text(sentences_a)  # [B, D]
     b = self.embed_text(sentences_b)  # [B, D]
-    norms = tf.maximum(tf.norm(a, axis=1), _COSINE_EPS) * tf.maximum(tf.norm(b, axis=1), _COSINE_EPS)
+    norms = tf.maximum(tf.norm(a, axis=1), search.COSINE_EPS) * tf.maximum(tf.norm(b, axis=1), search.COSINE_EPS)
     return {"cosine": tf.reduce_sum(a * b, axis=1) / norms}
 
 
@@ -169,7 +168,7 @@ class _SearchModel(tf.Module):
   def serve_search(self, queries, k):
     with tf.control_dependencies([tf.debugging.assert_positive(k, message="search needs k >= 1")]):
       q = self._text.embedder.embed_text(queries)                                   # [B, D]
-    q = q / tf.maximum(tf.norm(q, axis=1, keepdims=True), _COSINE_EPS)
+    q = q / tf.maximum(tf.norm(q, axis=1, keepdims=True), search.COSINE_EPS)
     scores = tf.matmul(q, self.corpus)                                                # [B, M]
     top = tf.math.top_k(scores, k=tf.minimum(k, tf.shape(self.corpus)[1]))            # [B, k']
     return {"indices": top.indices, "scores": top.values, "sentences": tf.gather(self.sentences, top.indices)}
