@@ -195,8 +195,8 @@ def main():
       for workers in [int(w) for w in args.beam_workers.split(",")]:
         cache = work / f"beam_{n}_{workers}"
         wall, rss, got = _run([args.beam_python, "-m", "bert_flow_tf.beam", f"--input_pattern={corpus}",
-                               f"--cached_dir={cache}", f"--model_dir={args.model}",
-                               f"--sentence_embedding_type={POOLING}", f"--num_workers={workers}"], env)
+                               f"--cache_dir={cache}", f"--model_dir={args.model}",
+                               f"--pooling={POOLING}", f"--num_workers={workers}"], env)
         rows.append({"sentences": n, "stage": f"beam_{workers}", "wall_s": wall, "launcher_peak_rss_mb": rss,
                      "sentences_per_s": n / wall, "store_mb": _du_mb(got["folder"]),
                      "embedded": got["embedded"]})

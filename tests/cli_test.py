@@ -12,6 +12,7 @@ from absl import flags
 
 from bert_flow_tf import siamese
 from bert_flow_tf.cli import aliases
+from bert_flow_tf.cli import beam_flags
 from bert_flow_tf.cli import config_flags
 from bert_flow_tf.cli import encode_flags
 from bert_flow_tf.cli import flag_help
@@ -104,14 +105,15 @@ def test_config_flags_refuse_unknown_names_and_types():
 
 # --- One name per concept (docs/flags.md): canonical flags, the original's names as aliases, grouped --help. ---
 
-_SCRIPTS = {"run_flow": run_flow_flags, "run_siamese": siamese_flags, "encode": encode_flags}
-_ENCODE_IO = ("--input_file=in.txt", "--output_file=out.npy")  # encode's required flags
+_SCRIPTS = {"run_flow": run_flow_flags, "run_siamese": siamese_flags, "encode": encode_flags, "beam": beam_flags}
+_REQUIRED = {"encode": ("--input_file=in.txt", "--output_file=out.npy"),  # each script's required flags
+             "beam": ("--input_pattern=*.txt", "--cache_dir=c")}
 
 
 def _script_flags(script, *argv):
   fv = flags.FlagValues()
   _SCRIPTS[script].define_flags(fv)
-  fv(["prog"] + (list(_ENCODE_IO) if script == "encode" else []) + list(argv))
+  fv(["prog"] + list(_REQUIRED.get(script, ())) + list(argv))
   return fv
 
 
@@ -122,6 +124,8 @@ _EXPECTED_ALIASES = {
     "run_siamese": {"sentence_embedding_type": "pooling", "train_batch_size": "train_batch_pairs",
                     "eval_batch_size": "eval_batch_pairs", "predict_batch_size": "predict_batch_pairs"},
     "encode": {"sentence_embedding_type": "pooling", "batch_size": "encode_batch_sentences"},
+    "beam": {"sentence_embedding_type": "pooling", "predict_batch_size": "encode_batch_sentences",
+             "cached_dir": "cache_dir"},
 }
 
 
@@ -215,11 +219,12 @@ def test_run_siamese_output_dir_or_the_originals_pair():
 def test_shared_concepts_have_one_name_and_one_default_in_every_script():
   fvs = {script: _script_flags(script) for script in _SCRIPTS}
   for name in ("model_dir", "max_seq_length", "pooling", "tpu", "num_gpus", "use_xla", "static_shapes"):
-    defaults = {script: fv[name].default for script, fv in fvs.items()}
+    defaults = {script: fv[name].default for script, fv in fvs.items() if name in fv}  # beam: no engine flags
     defaults = {script: value[0] if isinstance(value, list) else value for script, value in defaults.items()}
     assert len(set(defaults.values())) == 1, (name, defaults)
   assert fvs["run_flow"]["pooling"].default == ["last-avg"]  # the original's avg computes the same
-  assert fvs["run_flow"]["encode_batch_sentences"].default == fvs["encode"]["encode_batch_sentences"].default
+  assert (fvs["run_flow"]["encode_batch_sentences"].default == fvs["encode"]["encode_batch_sentences"].default
+          == fvs["beam"]["encode_batch_sentences"].default)
   assert "output_dir" in fvs["run_flow"] and "output_dir" in fvs["run_siamese"]
   # The library and the Python API default to the same pooling, length, model and batch of sentences.
   api_defaults = {k: v.default for k, v in inspect.signature(SentenceEncoder.from_pretrained).parameters.items()}

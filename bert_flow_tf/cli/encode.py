@@ -80,8 +80,8 @@ def encode_file(input_file, output_file, embedder=None, flow_dir=None, exported_
     input_file: str. UTF-8 text, one sentence per line (empty lines included).
     output_file: str. Where the float32 [n, D] .npy goes.
     embedder: SentenceEmbedder, or None with `exported_model`.
-    flow_dir: str or None. A fitted-flow directory (flow.json + checkpoint, as `flow_fitting.fit_flow` writes it): the output
-      is the flow's calibrated z of the embedder's vectors.
+    flow_dir: str or None. A fitted-flow directory (flow.json + checkpoint, as `flow_fitting.fit_flow` writes it):
+      the output is the flow's calibrated z of the embedder's vectors.
     exported_model: str or None. A text SavedModel (<export_dir>/text/<version>) to encode through instead of
       `embedder`; it already fixes the model, pooling, max_seq_length and flow.
     batch_size: int. Sentences per batch.

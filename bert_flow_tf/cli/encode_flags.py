@@ -17,8 +17,7 @@ GROUPS = (
     ("Input and output", ("input_file", "output_file")),
     ("Model and pooling", model_flags.FLAG_NAMES + ("max_seq_length", "pooling")),
     ("Calibration", ("flow_checkpoint", "exported_model")),
-    ("Encoding and devices", ("encode_batch_sentences",) + engine_flags.FLAG_NAMES),
-    ("The original's TPU flags (prefer --tpu)", engine_flags.ORIGINAL_TPU_NAMES),
+    *engine_flags.help_groups("Encoding and devices", ["encode_batch_sentences"]),
 )
 
 
@@ -30,8 +29,7 @@ def define_flags(flag_values=flags.FLAGS):
   flags.DEFINE_string("input_file", None, "Required. UTF-8 text, one sentence per line.", flag_values=fv)
   flags.DEFINE_string("output_file", None, "Required. Where to write the float32 [n, D] .npy (atomically).",
                       flag_values=fv)
-  flags.DEFINE_integer("max_seq_length", model_flags.DEFAULT_MAX_SEQ_LENGTH,
-                       "Tokens per sentence including [CLS] and [SEP].", flag_values=fv)
+  model_flags.define_max_seq_length(fv)
   flags.DEFINE_string("pooling", model_flags.DEFAULT_POOLING, "Pooling name: last-avg, last2avg, first-last-avg, "
                       "emb-avg, emb-last-avg, cls, cls-raw, or the original's avg, avg-last-N, ... (see "
                       "bert_flow_tf/modeling/pooling.py).", flag_values=fv)

@@ -20,6 +20,13 @@ from bert_flow_tf.utils import distribute
 
 FLAG_NAMES = ("tpu", "tpu_zone", "gcp_project", "num_gpus", "num_cpu_replicas", "use_xla", "static_shapes")
 ORIGINAL_TPU_NAMES = ("use_tpu", "tpu_name", "num_tpu_cores")
+
+
+def help_groups(title, batch_flags):
+  """The last two --help groups of a script: `title` with its `batch_flags` and FLAG_NAMES, then the original's."""
+  return ((title, tuple(batch_flags) + FLAG_NAMES), ("The original's TPU flags (prefer --tpu)", ORIGINAL_TPU_NAMES))
+
+
 FLAGS = flags.FLAGS
 
 

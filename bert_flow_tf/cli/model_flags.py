@@ -40,6 +40,12 @@ def define_model_flags(flag_values=flags.FLAGS):
                       flag_values=flag_values)
 
 
+def define_max_seq_length(flag_values=flags.FLAGS):
+  """Defines --max_seq_length (DEFAULT_MAX_SEQ_LENGTH) in `flag_values`: run_flow, encode and beam's."""
+  flags.DEFINE_integer("max_seq_length", DEFAULT_MAX_SEQ_LENGTH, "Tokens per sentence including [CLS] and [SEP].",
+                       flag_values=flag_values)
+
+
 def model_kwargs(flag_values):
   """The model flags as keyword arguments of `loaders.load_model`, checked.
 

@@ -29,8 +29,7 @@ GROUPS = (
               "use_full_for_training", "one_pass_full", "seed", "save_checkpoints_steps")),
     ("Outputs", ("output_dir", "output_parent_dir", "exp_name", "exp_name_prefix", "cache_dir", "export_dir",
                  "export_flow")),
-    ("Encoding and devices", ("encode_batch_sentences",) + engine_flags.FLAG_NAMES),
-    ("The original's TPU flags (prefer --tpu)", engine_flags.ORIGINAL_TPU_NAMES),
+    *engine_flags.help_groups("Encoding and devices", ["encode_batch_sentences"]),
 )
 
 
@@ -39,8 +38,7 @@ def define_flags(flag_values=flags.FLAGS):
   fv = flag_values
   model_flags.define_model_flags(fv)
   engine_flags.define_engine_flags(fv)
-  flags.DEFINE_integer("max_seq_length", model_flags.DEFAULT_MAX_SEQ_LENGTH,
-                       "Tokens per sentence including [CLS] and [SEP].", flag_values=fv)
+  model_flags.define_max_seq_length(fv)
   flags.DEFINE_list("pooling", [model_flags.DEFAULT_POOLING],
                     "Pooling, or a comma-separated list computed in one BERT pass (each pooling's outputs then go "
                     "to <output_dir>/<pooling>/): last-avg, last2avg, first-last-avg, emb-avg, emb-last-avg, cls, "

@@ -36,8 +36,7 @@ GROUPS = (
     ("Flow (trained jointly)", ("flow", "flow_loss", "flow_learning_rate", "flow_model_config")),
     ("Outputs and checkpoints", ("output_dir", "output_parent_dir", "exp_name", "save_checkpoints_steps",
                                  "keep_checkpoint_max", "log_every_step")),
-    ("Evaluation and devices", ("eval_batch_pairs", "predict_batch_pairs") + engine_flags.FLAG_NAMES),
-    ("The original's TPU flags (prefer --tpu)", engine_flags.ORIGINAL_TPU_NAMES),
+    *engine_flags.help_groups("Evaluation and devices", ["eval_batch_pairs", "predict_batch_pairs"]),
 )
 REQUIRED = ("task_name", "data_dir")
 

@@ -27,7 +27,7 @@ def test_run_flow_finds_every_vector_the_pipeline_wrote(tmp_path, data_dir):
   env = dict(os.environ, PYTHONPATH=tiny_runs.REPO)
   beam = subprocess.run(
       [sys.executable, "-m", "bert_flow_tf.beam", f"--input_pattern={tmp_path / 'sentences.txt'}",
-       f"--cached_dir={cache}", f"--model_dir={model}", "--sentence_embedding_type=last-avg", "--num_workers=2"],
+       f"--cache_dir={cache}", f"--model_dir={model}", "--pooling=last-avg", "--num_workers=2"],
       capture_output=True, text=True, cwd=tiny_runs.REPO, env=env, timeout=300)
   assert beam.returncode == 0, beam.stderr[-3000:]
   summary = json.loads(beam.stdout.strip().splitlines()[-1])
