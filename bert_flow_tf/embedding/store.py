@@ -33,7 +33,6 @@ import numpy as np
 from absl import logging
 
 from bert_flow_tf.modeling import pooling as pooling_lib
-from bert_flow_tf.loaders import presets
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf.utils.progress import Progress
 
@@ -79,7 +78,7 @@ def describe_model(embedder):
   """
   model = embedder.loaded
   return {"store_version": STORE_VERSION, "model": model.source,
-          "model_files": model_fingerprint(presets.model_dir(model.source)),
+          "model_files": model_fingerprint(model.files),
           "vocab": model_fingerprint(model.vocab_file), "do_lower_case": model.do_lower_case,
           "max_seq_length": embedder.max_seq_length, "format": model.format}
 

@@ -82,12 +82,14 @@ def load_model(model_dir, do_lower_case=None, vocab_file=None, init_checkpoint=N
         init_checkpoint or os.path.join(model_dir, "bert_model.ckpt"))
     vocab = check_vocab_size(vocab_file or _require(os.path.join(model_dir, "vocab.txt")), config)
     lower = True if do_lower_case is None else do_lower_case
-    return LoadedModel(encoder, config.num_hidden_layers, config.hidden_size, vocab, lower, source, fmt, config)
+    return LoadedModel(encoder, config.num_hidden_layers, config.hidden_size, vocab, lower, source, fmt, config,
+                       files=model_dir)
   if fmt == "hf":
     encoder, config = safetensors.load_hf_encoder(model_dir)
     vocab = check_vocab_size(vocab_file or _require(os.path.join(model_dir, "vocab.txt")), config)
     lower = safetensors.read_do_lower_case(model_dir) if do_lower_case is None else do_lower_case
-    return LoadedModel(encoder, config.num_hidden_layers, config.hidden_size, vocab, lower, source, fmt, config)
+    return LoadedModel(encoder, config.num_hidden_layers, config.hidden_size, vocab, lower, source, fmt, config,
+                       files=model_dir)
   return tfhub.load_hub_model(model_dir, vocab_file=vocab_file, do_lower_case=do_lower_case, source=source,
                               preprocess_dir=preprocess_dir)
 

@@ -17,6 +17,8 @@ class LoadedModel:
     source: str. The directory (or preset name) it came from; part of cache keys.
     format: str. "tf1", "hf" or "tfhub".
     config: BertConfig or None (None for TF-Hub encoders, whose config is not stored).
+    files: str. The directory or checkpoint prefix the weights were read from (a preset resolved once, here);
+      what the embedding store fingerprints. Default: `source`.
   """
   encoder: object
   num_layers: int
@@ -26,3 +28,8 @@ class LoadedModel:
   source: str
   format: str
   config: object = None
+  files: str = None
+
+  def __post_init__(self):
+    if self.files is None:
+      self.files = self.source

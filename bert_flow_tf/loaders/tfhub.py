@@ -136,4 +136,5 @@ def load_hub_model(model_dir, vocab_file=None, do_lower_case=None, source=None, 
   outputs = encoder(packing.input_dict(ids, tf.ones_like(ids)))
   return LoadedModel(encoder, num_layers=len(outputs["encoder_outputs"]),
                              hidden_size=int(outputs["sequence_output"].shape[-1]), vocab_file=vocab,
-                             do_lower_case=do_lower_case, source=source or model_dir, format="tfhub")
+                             do_lower_case=do_lower_case, source=source or model_dir, format="tfhub",
+                             files=model_dir)
