@@ -8,11 +8,11 @@ each stage in its own process and reports its wall seconds and peak RSS (the pro
   fit_stream   the flow (default config, 1 epoch, 32 pairs a step) on pairs streamed from the store shard by
                shard (calibration/store_stream.StreamedPairs), plus streamed whitening statistics
   fit_memory   the same pairs read into memory first (fit_flow.CachedPairs), the default path
+  beam_W       `python -m bert_flow_tf.beam --num_workers=W` into a fresh store (launcher RSS only; its worker
+               processes are not waited for by it)
   run_flow_stream  the whole product process: `python run_flow.py --train_file=<corpus> --fit_from_store
                --cache_dir=<the store>` (the flow only, no evaluation), every sentence already stored
   run_flow_memory  the same command without --fit_from_store (the default, every vector in memory)
-  beam_W       `python -m bert_flow_tf.beam --num_workers=W` into a fresh store (launcher RSS only; its worker
-               processes are not waited for by it)
 
   python bench/beam_growth.py --sizes 10000,30000,0 --beam_sizes 10000 --beam_workers 1,2
 
