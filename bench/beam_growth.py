@@ -10,6 +10,9 @@ each stage in its own process and reports its wall seconds and peak RSS (the pro
   fit_memory   the same pairs read into memory first (pair_sources.CachedPairs), the default path
   beam_W       `python -m bert_flow_tf.beam --num_workers=W` into a fresh store (launcher RSS only; its worker
                processes are not waited for by it)
+  run_flow_stream  the whole product process: `python run_flow.py --train_file=<corpus> --fit_from_store
+               --cache_dir=<the store>` (the flow only, no evaluation), every sentence already stored
+  run_flow_memory  the same command without --fit_from_store (the default, every vector in memory)
 
   python bench/beam_growth.py --sizes 10000,30000,0 --beam_sizes 10000 --beam_workers 1,2
 
@@ -18,7 +21,8 @@ layout, 16,384 rows a shard) and runs only the two fits on them, `--synthetic_ep
 fit's memory grows past the shared data's size, where the shuffle buffer and the shards read side by side are full.
 
 `--store_dir` reuses the stores (store_<N>/) of an earlier run's --work_dir instead of embedding again (no embed
-row then); `--fit_stages fit_stream` runs only the streamed fit. Size 0 means every distinct sentence. Prints one
+row then); `--fit_stages fit_stream` runs only the streamed fit, `--fit_stages run_flow_stream,run_flow_memory`
+only the whole run_flow.py processes. Size 0 means every distinct sentence. Prints one
 JSON line per (size, stage), then a summary JSON object; records the load average before and after.
 """
 import argparse
@@ -131,6 +135,20 @@ def _run(cmd, env=None):
   return wall, usage.ru_maxrss / 1024, json.loads(lines[-1]) if lines else None
 
 
+def _run_flow(args, stage, corpus, folder, output_dir, env):
+  """The whole `python run_flow.py` process fitting the flow on `corpus` with the store `folder` (a model key's
+  folder) as its cache; run_flow_stream adds --fit_from_store. Checks that it encoded nothing."""
+  shards = sorted(pathlib.Path(folder).parent.rglob("*.npz"))
+  cmd = [sys.executable, "run_flow.py", f"--train_file={corpus}", f"--cache_dir={pathlib.Path(folder).parent}",
+         f"--model_dir={args.model}", f"--sentence_embedding_type={POOLING}", "--max_seq_length=64",
+         f"--output_dir={output_dir}"]
+  wall, rss, _ = _run(cmd + (["--fit_from_store"] if stage == "run_flow_stream" else []), env)
+  if sorted(pathlib.Path(folder).parent.rglob("*.npz")) != shards:
+    raise RuntimeError(f"{stage} changed the store {folder}: the corpus was not stored already")
+  steps = json.loads((output_dir / "flows" / "target-custom" / "flow.json").read_text())["num_steps"]
+  return {"wall_s": wall, "peak_rss_mb": rss, "steps": steps}
+
+
 def _du_mb(folder):
   return sum(f.stat().st_size for f in pathlib.Path(folder).rglob("*") if f.is_file()) / 2 ** 20
 
@@ -187,9 +205,13 @@ def main():
                    "store_mb": _du_mb(folder), **got})
       print(json.dumps(rows[-1]), flush=True)
     for stage in fit_stages:
-      wall, rss, got = _run(me + ["--stage", stage, "--store", folder, "--flow_dir", str(work / f"{stage}_{n}")],
-                            env)
-      rows.append({"sentences": n, "stage": stage, "wall_s": wall, "peak_rss_mb": rss, **got})
+      if stage.startswith("run_flow"):
+        rows.append({"sentences": n, "stage": stage, **_run_flow(args, stage, corpus, folder, work / f"{stage}_{n}",
+                                                                 env)})
+      else:
+        wall, rss, got = _run(me + ["--stage", stage, "--store", folder, "--flow_dir", str(work / f"{stage}_{n}")],
+                              env)
+        rows.append({"sentences": n, "stage": stage, "wall_s": wall, "peak_rss_mb": rss, **got})
       print(json.dumps(rows[-1]), flush=True)
     if size in [int(s) for s in args.beam_sizes.split(",") if s]:
       for workers in [int(w) for w in args.beam_workers.split(",")]:

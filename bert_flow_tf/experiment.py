@@ -438,7 +438,7 @@ def run_experiments(specs):
   names = sorted({q for e in experiments for q in pooling_lib.quantities(e.embedder.pooling)})
   with first.timer.stage("embed"):
     pairsets = list({id(p): p for e in experiments for p in e.pairsets()}.values())  # own data shared: once
-    first.store.get([s for p in pairsets for s in (*p.sentences_a, *p.sentences_b)], names)
+    first.store.ensure([s for p in pairsets for s in (*p.sentences_a, *p.sentences_b)], names)
   runs = []
   for e in experiments:
     record = e.run()

@@ -208,7 +208,7 @@ class SentenceEncoder(search.SearchMixin):
     if not self.store.folder:
       raise ValueError("fit(from_store=True) reads the embedding store on disk; this encoder keeps it in memory "
                        "(give cache_dir to from_pretrained or load)")
-    self.store.get(sentences, pooling_lib.quantities(self.embedder.pooling))
+    self.store.ensure(sentences, pooling_lib.quantities(self.embedder.pooling))
     return store_stream.fit_set(self.store.folder, self.embedder.pooling, sentences)
 
   def _set_calibration(self, calibration):

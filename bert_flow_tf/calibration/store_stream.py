@@ -22,7 +22,6 @@ Legend: k = rows in a shard, R = rows in a block, H = hidden size, D = pooling w
 """
 import glob
 import os
-import zipfile
 
 import numpy as np
 import tensorflow as tf
@@ -66,8 +65,8 @@ class StoreShards:
                          "their keys: stream a one-quantity pooling or refill the store")
     self.shards, self._selected, rows = [], [], []               # per shard: int32 [k] rows read, or None (all)
     for shard in shards:
-      stored = _npy_member(os.path.join(folder, self.names[0], shard), "keys")
-      selected = None if keys is None else np.flatnonzero(_contains(keys, stored)).astype(np.int32)
+      stored = store_lib.shard_member(os.path.join(folder, self.names[0], shard), "keys")
+      selected = None if keys is None else np.flatnonzero(store_lib.in_sorted(keys, stored)).astype(np.int32)
       if selected is None or len(selected):
         self.shards.append(shard)
         self._selected.append(selected)
@@ -91,8 +90,8 @@ class StoreShards:
     the files are touched."""
     selected = self._selected[index]
     rows = slice(start, start + count) if selected is None else selected[start:start + count]
-    values = {name: np.array(_npy_member(os.path.join(self.folder, name, self.shards[index]), "vectors")[rows])
-              for name in self.names}
+    values = {name: np.array(store_lib.shard_member(os.path.join(self.folder, name, self.shards[index]),
+                                                    "vectors")[rows]) for name in self.names}
     return np.asarray(pooling_lib.combine(self.pooling, values), np.float32)
 
   def blocks(self, index, rows):
@@ -105,30 +104,6 @@ class StoreShards:
 def fit_set(folder, pooling, sentences):
   """StoreShards of `sentences` (each distinct one once, in the store's order) in the store folder `folder`."""
   return StoreShards(folder, pooling, keys=np.unique(store_lib.sentence_keys(sentences)))
-
-
-def _contains(sorted_keys, keys):
-  """bool [n]: which of `keys` are in `sorted_keys`."""
-  pos = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
-  return sorted_keys[pos] == keys
-
-
-def _npy_member(path, name):
-  """np.memmap of the array `name` in the npz at `path`, read-only (the store writes shards with np.savez, which
-  stores its members uncompressed)."""
-  with zipfile.ZipFile(path) as archive:
-    info = archive.getinfo(name + ".npy")
-    if info.compress_type != zipfile.ZIP_STORED:
-      raise ValueError(f"{path}: {name} is compressed; the store writes shards with np.savez (uncompressed)")
-    with archive.open(info) as member:
-      read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
-      shape, fortran_order, dtype = read_header[np.lib.format.read_magic(member)](member)
-      header_bytes = member.tell()
-  with open(path, "rb") as f:                                   # the member's data: after the local file header
-    f.seek(info.header_offset + 26)
-    name_length, extra_length = np.frombuffer(f.read(4), "<u2")
-  offset = info.header_offset + 30 + int(name_length) + int(extra_length) + header_bytes
-  return np.memmap(path, dtype, "r", offset, shape, "F" if fortran_order else "C")
 
 
 class StreamedPairs(pair_sources.PairSource):

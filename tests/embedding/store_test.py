@@ -4,6 +4,7 @@ import os
 import numpy as np
 import pytest
 
+from bert_flow_tf.embedding import store as store_lib
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.embedding.store import model_fingerprint
@@ -68,7 +69,13 @@ def test_corrupt_or_non_finite_shards_are_rebuilt(tmp_path, model, caplog):
   root = tmp_path / "store"
   store = EmbeddingStore(embedder(model, "last-avg"), str(root), batch_size=4)
   want = store.vectors(SENTENCES, pooling_lib.resolve("last-avg", 3))
-  for corrupt in (lambda data: b"not a zip file", lambda data: data[:len(data) // 2]):  # garbage; cut by a kill
+  (path,) = [root / s for s in shards(root)]
+  first_value = store_lib.shard_member(path, "vectors").offset     # its lowest byte: flipped, still finite
+
+  def flip(data):
+    return data[:first_value] + bytes([data[first_value] ^ 1]) + data[first_value + 1:]
+
+  for corrupt in (lambda data: b"not a zip file", lambda data: data[:len(data) // 2], flip):  # garbage; a kill; a bit
     (path,) = [root / s for s in shards(root)]
     path.write_bytes(corrupt(path.read_bytes()))
     caplog.clear()
@@ -82,6 +89,19 @@ def test_corrupt_or_non_finite_shards_are_rebuilt(tmp_path, model, caplog):
   fresh = EmbeddingStore(embedder(model, "last-avg"), str(root), batch_size=4)
   np.testing.assert_array_equal(fresh.vectors(SENTENCES, pooling_lib.resolve("last-avg", 3)), want)
   assert fresh.encoded == len(set(SENTENCES)) and "finite" in caplog.text
+
+
+def test_ensure_stores_the_vectors_and_a_store_on_disk_holds_only_keys(tmp_path, model):
+  root = str(tmp_path / "store")
+  store = EmbeddingStore(embedder(model, "last-avg"), root, batch_size=4, shard_size=10)
+  assert store.ensure(SENTENCES, ["mean-3"]) is None
+  assert store.encoded == len(set(SENTENCES)) and len(shards(root)) == -(-len(set(SENTENCES)) // 10)
+  fresh = EmbeddingStore(embedder(model, "last-avg"), root, batch_size=4)
+  fresh.ensure(SENTENCES[::-1], ["mean-3"])
+  assert fresh.encoded == 0
+  assert all(isinstance(source, str) for source in fresh._quantity("mean-3").sources)  # shard paths, no vectors
+  np.testing.assert_allclose(fresh.vectors(SENTENCES[::-1], pooling_lib.resolve("last-avg", 3)),
+                             engine_vectors(embedder(model, "last-avg"), SENTENCES[::-1], 4), atol=1e-6)
 
 
 def test_a_killed_encoding_keeps_its_finished_shards(tmp_path, model):
