@@ -3,8 +3,8 @@
 For each corpus size (the first N of every distinct sentence in the shared data sets, in a seeded order) it runs
 each stage in its own process and reports its wall seconds and peak RSS (the process's own, from wait4):
 
-  embed        SentenceEmbedder through an EmbeddingStore on disk (the product's path): seconds, sentences/s,
-               store MB
+  embed        SentenceEmbedder into an EmbeddingStore on disk (`ensure`: what run_flow --fit_from_store runs, no
+               vector read back): seconds, sentences/s, store MB
   fit_stream   the flow (default config, 1 epoch, 32 pairs a step) on pairs streamed from the store shard by
                shard (calibration/store_stream.StreamedPairs), plus streamed whitening statistics
   fit_memory   the same pairs read into memory first (pair_sources.CachedPairs), the default path
@@ -64,10 +64,11 @@ def _embedder(model):
 
 def stage_embed(args):
   from bert_flow_tf.embedding.store import EmbeddingStore  # pylint: disable=g-import-not-at-top
+  from bert_flow_tf.modeling import pooling as pooling_lib  # pylint: disable=g-import-not-at-top
   sentences = open(args.corpus, encoding="utf-8").read().split("\n")[:-1]
   store = EmbeddingStore(_embedder(args.model), args.store, batch_size=64)
   start = time.perf_counter()
-  store.vectors(sentences, store.embedder.pooling, show_progress=False)
+  store.ensure(sentences, pooling_lib.quantities(store.embedder.pooling), show_progress=False)
   seconds = time.perf_counter() - start
   return {"seconds": seconds, "sentences_per_s": len(sentences) / seconds, "encoded": store.encoded,
           "folder": store.folder}
@@ -140,7 +141,7 @@ def _run_flow(args, stage, corpus, folder, output_dir, env):
   folder) as its cache; run_flow_stream adds --fit_from_store. Checks that it encoded nothing."""
   shards = sorted(pathlib.Path(folder).parent.rglob("*.npz"))
   cmd = [sys.executable, "run_flow.py", f"--train_file={corpus}", f"--cache_dir={pathlib.Path(folder).parent}",
-         f"--model_dir={args.model}", f"--sentence_embedding_type={POOLING}", "--max_seq_length=64",
+         f"--model_dir={args.model}", f"--pooling={POOLING}", "--max_seq_length=64",
          f"--output_dir={output_dir}"]
   wall, rss, _ = _run(cmd + (["--fit_from_store"] if stage == "run_flow_stream" else []), env)
   if sorted(pathlib.Path(folder).parent.rglob("*.npz")) != shards:
