@@ -45,12 +45,11 @@ class FlowCalibration:
     self.glow, self.fit_config, self.summary = flow, fit_config, summary
 
   @property
-  def input_dim(self):
+  def dim(self):
+    """D, in and out: a flow keeps the width."""
     return self.glow.dim
 
-  @property
-  def dim(self):
-    return self.glow.dim
+  input_dim = dim
 
   def transform(self, x, dtype=np.float32):
     """float [M, D] -> [M, D] of `dtype`, without dropout (the flow computes in float32)."""
