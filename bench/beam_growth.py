@@ -183,7 +183,7 @@ def main():
   sentences = all_sentences(DATA_DIR)
   rows, load_before = [], os.getloadavg()
   me = [sys.executable, str(pathlib.Path(__file__).resolve())]
-  fit_stages = args.fit_stages.split(",")
+  fit_stages = [s for s in args.fit_stages.split(",") if s]
   for n in [int(s) for s in args.synthetic_sizes.split(",") if s]:
     folder = write_random_store(str(work / f"synthetic_{n}"), n)
     for stage in fit_stages:
