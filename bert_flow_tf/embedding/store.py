@@ -171,10 +171,9 @@ class _Shards:
     self.keys = np.zeros([0], f"S{_KEY_BYTES}")
     self.where = np.zeros([0, 2], np.int64)  # per key: (shard, row)
     if folder and os.path.isdir(folder):
-      for path in sorted(glob.glob(os.path.join(folder, "*.npz"))):
-        keys = self._open(path)
-        if keys is not None:
-          self._add(keys, path)
+      opened = [(path, self._open(path)) for path in sorted(glob.glob(os.path.join(folder, "*.npz")))]
+      opened = [(path, keys) for path, keys in opened if keys is not None]
+      self._add([keys for _, keys in opened], [path for path, _ in opened])
 
   def _open(self, path):
     """np.bytes_ S16 [k]: the keys of the shard file at `path` once checked; None when it fails (reported,
@@ -199,12 +198,13 @@ class _Shards:
       return None
     return keys
 
-  def _add(self, keys, source):
-    shard = len(self.sources)
-    self.sources.append(source)
-    where = np.stack([np.full(len(keys), shard), np.arange(len(keys))], axis=1)
-    keys = np.concatenate([self.keys, keys])
-    where = np.concatenate([self.where, where])
+  def _add(self, shard_keys, sources):
+    """Adds shards: their keys (each S16 [k]) and sources (path or float32 [k, H]), sorting the index once."""
+    where = [np.stack([np.full(len(keys), len(self.sources) + i), np.arange(len(keys))], axis=1)
+             for i, keys in enumerate(shard_keys)]
+    self.sources.extend(sources)
+    keys = np.concatenate([self.keys, *shard_keys])
+    where = np.concatenate([self.where, *where])
     order = np.argsort(keys, kind="stable")
     self.keys, self.where = keys[order], where[order]
 
@@ -212,13 +212,13 @@ class _Shards:
     """Stores a new shard: atomically on disk when the store has a folder (its vectors are then not kept), else in
     memory."""
     if not self.folder:
-      self._add(keys, vectors)
+      self._add([keys], [vectors])
       return
     path = os.path.join(self.folder, shard_name(keys))
     with io_utils.atomic_path(path) as tmp:
       with open(tmp, "wb") as f:
         np.savez(f, keys=keys, vectors=vectors)
-    self._add(keys, path)
+    self._add([keys], [path])
 
   def find(self, keys):
     """bool [n]: which of `keys` are stored."""
