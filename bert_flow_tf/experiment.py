@@ -166,16 +166,17 @@ class Experiment:
 
   Args:
     spec: ExperimentSpec.
-    embedder: the SentenceEmbedder of spec's pooling; None makes one.
+    tokenizer: the BertTokenizer of another experiment on the same model and max_seq_length to share; None makes
+      one.
     store: an EmbeddingStore to share with other experiments on the same model (e.g. other poolings); None
       makes one in `spec.cache_dir`.
   """
 
-  def __init__(self, spec, embedder=None, store=None):
+  def __init__(self, spec, tokenizer=None, store=None):
     self.spec = spec
-    self.embedder = embedder or SentenceEmbedder(spec.model, spec.sentence_embedding_type, spec.max_seq_length,
-                                                 strategy=spec.strategy, static_shapes=spec.static_shapes,
-                                                 use_xla=spec.use_xla)
+    self.embedder = SentenceEmbedder(spec.model, spec.sentence_embedding_type, spec.max_seq_length,
+                                     strategy=spec.strategy, static_shapes=spec.static_shapes, use_xla=spec.use_xla,
+                                     tokenizer=tokenizer)
     self.store = store or EmbeddingStore(self.embedder, spec.cache_dir, batch_size=spec.batch_size)
     self.timer = Timer()
     self._tasks = {}
@@ -226,7 +227,7 @@ class Experiment:
       pairsets += self._task(NLI_TASK).train
     return pairsets
 
-  def _fit_flow(self, fit_on, dataset, pairsets, fit_config, vectors=None):
+  def _fit_flow(self, fit_on, dataset, pairsets, fit_config, vectors=None, stored=None):
     """The flow of (fit_on, dataset): reused from its folder when complete (`fitted_flow.reuse`), else fitted.
 
     Args:
@@ -234,6 +235,7 @@ class Experiment:
       pairsets: the PairSets fitted on (faithful mode embeds their sentences every step).
       fit_config: flow_fitting.FlowFitConfig.
       vectors: (a [N, D], b [N, D]) of `pairsets` from the store (cached mode), or None to look them up.
+      stored: store_stream.StoreShards of `pairsets`' sentences (spec.fit_from_store), or None.
 
     Returns:
       calibrator.FlowCalibration.
@@ -249,8 +251,8 @@ class Experiment:
     if reused is not None:
       logging.info("flow %s-%s already fitted in %s; reusing it", fit_on, dataset, flow_dir)
       return calibrator.FlowCalibration(reused[0], fit_config, reused[1])
-    if self.spec.fit_from_store:
-      pairs = store_stream.StreamedPairs(self._stored_fit_set(pairsets))
+    if stored is not None:
+      pairs = store_stream.StreamedPairs(stored)
     elif self.spec.flow_mode == "cached":
       pairs = pair_sources.CachedPairs(*(vectors or self._pairs_vectors(pairsets)))
     else:
@@ -300,19 +302,21 @@ class Experiment:
   def _calibrations(self, dataset, fit_sets):
     """Fits every asked calibration of one dataset: list of (method, fit_on, calibrator calibration)."""
     c, out = self.spec, []
-    fit_vectors = None  # (a, b) in memory, unless fitted from the store
-    if fit_sets and self._fit_vectors_stored() and not c.fit_from_store:
-      fit_vectors = self._pairs_vectors(fit_sets)
-    if fit_vectors is not None:
-      self._report_isotropy(dataset, fit_vectors)
+    fit_vectors = stored = None  # (a, b) in memory, or the store's blocks (fit_from_store)
+    if fit_sets and self._fit_vectors_stored():
+      if c.fit_from_store:
+        stored = self._stored_fit_set(fit_sets)
+      else:
+        fit_vectors = self._pairs_vectors(fit_sets)
+        self._report_isotropy(dataset, fit_vectors)
     if "target" in c.fit_on:
-      flow = self._fit_flow("target", dataset, fit_sets, c.target_fit, fit_vectors)
+      flow = self._fit_flow("target", dataset, fit_sets, c.target_fit, fit_vectors, stored)
       self.flows[("target", dataset)] = flow
       out.append((scores_lib.FLOW, "target", flow))
     if "nli" in c.fit_on:
       out.append((scores_lib.FLOW, "nli", self.nli_flow()))
     if c.baselines:
-      fit_x = self._stored_fit_set(fit_sets) if c.fit_from_store else np.concatenate(fit_vectors)
+      fit_x = stored if c.fit_from_store else np.concatenate(fit_vectors)
       with self.timer.stage("fit baselines"):
         for name in c.baselines:
           calibration = calibrator.fit(name, fit_x)
@@ -431,10 +435,7 @@ def run_experiments(specs):
     list of ExperimentRun, in the order of `specs`.
   """
   first = Experiment(specs[0])
-  experiments = [first] + [
-      Experiment(s, SentenceEmbedder(s.model, s.sentence_embedding_type, s.max_seq_length, strategy=s.strategy,
-                                     static_shapes=s.static_shapes, use_xla=s.use_xla,
-                                     tokenizer=first.embedder.tokenizer), first.store) for s in specs[1:]]
+  experiments = [first] + [Experiment(s, first.embedder.tokenizer, first.store) for s in specs[1:]]
   names = sorted({q for e in experiments for q in pooling_lib.quantities(e.embedder.pooling)})
   with first.timer.stage("embed"):
     pairsets = list({id(p): p for e in experiments for p in e.pairsets()}.values())  # own data shared: once
