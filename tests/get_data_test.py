@@ -5,10 +5,12 @@ raw.githubusercontent.com) to the shared file's bytes, so the script runs its re
 temporary file, size + sha256 check, rename. Nothing here touches the internet.
 """
 import hashlib
+import http.server
 import importlib.util
 import json
 import pathlib
 import socket
+import threading
 
 import pytest
 
@@ -172,3 +174,87 @@ def test_manifest_file_is_valid_json_with_hex_digests():
   for f in data["files"]:
     assert len(f["sha256"]) == 64 and int(f["sha256"], 16) >= 0
     assert all(len(s.split("/")[2]) == 40 for s in f["sources"])  # pinned to a commit
+
+
+def _one_file_manifest(path, body, source="owner/repo/0123456789012345678901234567890123456789/f.bin"):
+  return {"base_url": "http://unused", "files": [{"path": path, "dataset": "d", "size": len(body),
+                                                  "sha256": hashlib.sha256(body).hexdigest(), "sources": [source]}]}
+
+
+class _Flood:
+  """A loopback HTTP server that answers every GET with `extra` bytes more than `body` (no Content-Length), and
+  counts what it managed to send before the client hung up."""
+
+  def __init__(self, body, extra):
+    self.sent = 0
+    flood = self
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+
+      def do_GET(self):  # pylint: disable=invalid-name
+        self.send_response(200)
+        self.end_headers()
+        block = b"x" * (1 << 16)
+        try:
+          self.wfile.write(body)
+          flood.sent = len(body)
+          while flood.sent < len(body) + extra:
+            self.wfile.write(block)
+            flood.sent += len(block)
+        except (BrokenPipeError, ConnectionResetError):
+          pass
+
+      def log_message(self, *args):
+        pass
+
+    self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+    self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+  def __enter__(self):
+    self.thread.start()
+    return self
+
+  def __exit__(self, *exc):
+    self.httpd.shutdown()
+    self.httpd.server_close()
+
+
+def test_a_server_sending_more_than_the_manifest_size_is_cut_off_at_the_size(tmp_path):
+  body = b"sentence\n" * 1000
+  manifest = _one_file_manifest("set/f.txt", body)
+  with _Flood(body, extra=64 << 20) as server:
+    with pytest.raises(get_data.GetDataError, match=f"sent more than the manifest's {len(body)} bytes"):
+      get_data.fetch_all(tmp_path / "data", base_url=server.url, manifest=manifest, log=lambda *a, **k: None)
+  assert server.sent < 16 << 20                   # the client hung up at the size, not after 64 MB more
+  assert list(tmp_path.iterdir()) == []           # no partial file, no folder made for it
+
+
+@pytest.mark.parametrize("path", ["../outside.txt", "set/../../outside.txt", "/tmp/absolute.txt", "", "c:/x.txt",
+                                  "link/outside.txt"])
+def test_a_manifest_path_leaving_the_data_folder_is_refused_before_any_fetch(tmp_path, path):
+  data = tmp_path / "data"
+  data.mkdir()
+  (tmp_path / "elsewhere").mkdir()
+  (data / "link").symlink_to(tmp_path / "elsewhere")
+  with data_server.DataServer({}) as server:
+    with pytest.raises(get_data.GetDataError, match="refusing it"):
+      get_data.fetch_all(data, base_url=server.url, manifest=_one_file_manifest(path, b"x"), log=lambda *a, **k: None)
+    assert server.requests == []
+  assert sorted(p.name for p in tmp_path.rglob("*")) == ["data", "elsewhere", "link"]
+
+
+def test_a_failed_fetch_leaves_no_folder_and_suggests_a_link_only_where_it_works(routes, tmp_path, capsys):
+  qnli = next(f for f in MANIFEST["files"] if f["dataset"] == "qnli")
+  routes = {k: v for k, v in routes.items() if "QNLI" not in k}       # every source of QNLI/dev.tsv: 404
+  with data_server.DataServer(routes) as server:
+    code, err = _run(capsys, "--data_dir", str(tmp_path / "data"), "--base_url", server.url, "--datasets", "qnli")
+    assert code == 1 and list(tmp_path.iterdir()) == []              # not even data/ or data/QNLI/
+    assert err.splitlines()[-1].endswith(f"or link a folder that holds the data: ln -s /path/to/data "
+                                         f"{tmp_path / 'data'}")
+    (tmp_path / "data").mkdir()                                      # the user's own folder: `ln -s` would nest
+    code, err = _run(capsys, "--data_dir", str(tmp_path / "data"), "--base_url", server.url, "--datasets", "qnli")
+  assert code == 1 and [p.name for p in tmp_path.rglob("*")] == ["data"]
+  line = err.splitlines()[-1]
+  assert f"(sha256 {qnli['sha256']}), or use a folder that holds the data: run_flow.py --data_dir=/path/to/data " \
+         f"(or move {tmp_path / 'data'} away and link it: ln -s /path/to/data {tmp_path / 'data'})" in line
