@@ -63,7 +63,8 @@ def test_bad_inputs_end_in_one_line_before_any_work(tmp_path):
   cache = tmp_path / "cache"
   common = [f"--cache_dir={cache}", f"--model_dir={model}"]
   cases = {
-      f"--input_pattern={tmp_path / '*.txt'}": f"error: not valid UTF-8 (byte 0xff at column 5) ({tmp_path / 'bad.txt'}:2)",
+      f"--input_pattern={tmp_path / '*.txt'}":
+          f"error: not valid UTF-8 (byte 0xff at column 5) ({tmp_path / 'bad.txt'}:2)",
       f"--input_pattern={tmp_path / 'none*.txt'}": f"error: no file matches this pattern (--input_pattern="
                                                    f"{tmp_path / 'none*.txt'})",
       f"--input_pattern={tmp_path / 'missing.txt'}": f"error: no file matches this pattern (--input_pattern="
