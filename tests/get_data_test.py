@@ -5,12 +5,10 @@ raw.githubusercontent.com) to the shared file's bytes, so the script runs its re
 temporary file, size + sha256 check, rename. Nothing here touches the internet.
 """
 import hashlib
-import http.server
 import importlib.util
 import json
 import pathlib
 import socket
-import threading
 
 import pytest
 
@@ -181,52 +179,32 @@ def _one_file_manifest(path, body, source="owner/repo/01234567890123456789012345
                                                   "sha256": hashlib.sha256(body).hexdigest(), "sources": [source]}]}
 
 
-class _Flood:
-  """A loopback HTTP server that answers every GET with `extra` bytes more than `body` (no Content-Length), and
-  counts what it managed to send before the client hung up."""
+def _flood(body, extra, sent):
+  """A route that sends `body` and then `extra` bytes more (no Content-Length), counting in sent[0] what it
+  managed to send before the client hung up."""
 
-  def __init__(self, body, extra):
-    self.sent = 0
-    flood = self
+  def write(out):
+    block = b"x" * (1 << 16)
+    try:
+      out.write(body)
+      sent[0] = len(body)
+      while sent[0] < len(body) + extra:
+        out.write(block)
+        sent[0] += len(block)
+    except (BrokenPipeError, ConnectionResetError):
+      pass
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-
-      def do_GET(self):  # pylint: disable=invalid-name
-        self.send_response(200)
-        self.end_headers()
-        block = b"x" * (1 << 16)
-        try:
-          self.wfile.write(body)
-          flood.sent = len(body)
-          while flood.sent < len(body) + extra:
-            self.wfile.write(block)
-            flood.sent += len(block)
-        except (BrokenPipeError, ConnectionResetError):
-          pass
-
-      def log_message(self, *args):
-        pass
-
-    self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-    self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-  def __enter__(self):
-    self.thread.start()
-    return self
-
-  def __exit__(self, *exc):
-    self.httpd.shutdown()
-    self.httpd.server_close()
+  return write
 
 
 def test_a_server_sending_more_than_the_manifest_size_is_cut_off_at_the_size(tmp_path):
   body = b"sentence\n" * 1000
   manifest = _one_file_manifest("set/f.txt", body)
-  with _Flood(body, extra=64 << 20) as server:
+  sent = [0]
+  with data_server.DataServer({"/" + manifest["files"][0]["sources"][0]: _flood(body, 64 << 20, sent)}) as server:
     with pytest.raises(get_data.GetDataError, match=f"sent more than the manifest's {len(body)} bytes"):
       get_data.fetch_all(tmp_path / "data", base_url=server.url, manifest=manifest, log=lambda *a, **k: None)
-  assert server.sent < 16 << 20                   # the client hung up at the size, not after 64 MB more
+  assert len(body) <= sent[0] < 16 << 20          # the client hung up at the size, not after 64 MB more
   assert list(tmp_path.iterdir()) == []           # no partial file, no folder made for it
 
 
