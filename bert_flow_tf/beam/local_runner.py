@@ -5,11 +5,10 @@ traceback ("Channel closed prematurely") or, when the worker had received all of
 bundle's result forever. `run` watches the runner's worker threads (threading.excepthook: Beam's "run_worker"
 thread raises when its process exits with a nonzero status) and ends the run with `LostWorker`, one line, within
 LOST_WORKER_GRACE_S seconds; the worker processes left are stopped. The broken channel's echoes in Beam's other
-threads (grpc.RpcError tracebacks, the data plane's error log) are held back during the run and dropped when it
-ends with LostWorker (shown as usual otherwise). The shards written before are complete files
-(each is renamed into place), so a rerun embeds only the rest.
+threads (grpc.RpcError tracebacks, the data plane's error log) are held back during the run: shown as usual after
+a run that ends otherwise, silent for the rest of the process after LostWorker (the runner is abandoned then). The
+shards written before are complete files (each is renamed into place), so a rerun embeds only the rest.
 """
-import contextlib
 import logging
 import os
 import signal
@@ -69,50 +68,52 @@ def run(pipeline):
     finally:
       ended.set()
 
+  logged, keep = [], _HeldBack(_CHANNEL_LOGGER)
   threading.excepthook = hook
+  abandoned = False
   try:
-    with _held_back(_CHANNEL_LOGGER) as logged:
-      # A daemon thread: a runner waiting forever for a lost worker's bundle does not keep the process alive.
-      thread = threading.Thread(target=target, name="beam-pipeline", daemon=True)
-      thread.start()
-      ended.wait()
-      if "error" in outcome:   # a lost worker fails some runs too: name it rather than the runner's traceback
-        worker_lost.wait(LOST_WORKER_REPORT_S)
-      if lost:
-        thread.join(LOST_WORKER_GRACE_S)
+    # A daemon thread: a runner waiting forever for a lost worker's bundle does not keep the process alive.
+    thread = threading.Thread(target=target, name="beam-pipeline", daemon=True)
+    thread.start()
+    ended.wait()
+    if "error" in outcome:   # a lost worker fails some runs too: name it rather than the runner's traceback
+      worker_lost.wait(LOST_WORKER_REPORT_S)
+    if lost:
+      thread.join(LOST_WORKER_GRACE_S)
+    abandoned = bool(lost) and "result" not in outcome
   finally:
-    threading.excepthook = previous_hook
-  if not lost or "result" in outcome:
-    for args in echoes:
-      previous_hook(args)
-    for record in logged:
-      logging.getLogger(record.name).handle(record)
-  if lost and "result" not in outcome:
+    if not abandoned:   # an abandoned runner's threads stay quiet for the rest of the process
+      threading.excepthook = previous_hook
+      logged.extend(keep.release())
+  if abandoned:
     _stop_workers()
     raise LostWorker(f"a Beam worker process was lost ({lost[0]}); the run stopped. The shards written so far are "
                      "kept: run the same command again to embed the rest")
+  for args in echoes:
+    previous_hook(args)
+  for record in logged:
+    logging.getLogger(record.name).handle(record)
   if "error" in outcome:
     raise outcome["error"]
   return outcome["result"]
 
 
-@contextlib.contextmanager
-def _held_back(name):
-  """Holds back the records of logger `name` that carry a grpc.RpcError; yields the list they go to."""
-  held = []
+class _HeldBack:
+  """Holds back the records of logger `name` that carry a grpc.RpcError until `release`, which returns them."""
 
-  def keep(record):
+  def __init__(self, name):
+    self.logger, self.held = logging.getLogger(name), []
+    self.logger.addFilter(self._keep)
+
+  def _keep(self, record):
     if record.exc_info and isinstance(record.exc_info[1], grpc.RpcError):
-      held.append(record)
+      self.held.append(record)
       return False
     return True
 
-  logger = logging.getLogger(name)
-  logger.addFilter(keep)
-  try:
-    yield held
-  finally:
-    logger.removeFilter(keep)
+  def release(self):
+    self.logger.removeFilter(self._keep)
+    return self.held
 
 
 def worker_pids(parent):

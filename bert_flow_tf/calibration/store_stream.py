@@ -80,7 +80,11 @@ class StoreShards:
     wanted, home = wanted[order], home[order]
     shards, starts = np.unique(home[:, 0], return_index=True)
     bounds = list(starts) + [len(home)]
-    self._indexes, self._numbers = indexes, shards               # per shard read: its number in names[0]
+    # What reading needs: each quantity's shard files and width (not its key index), and per shard read its number
+    # in names[0].
+    self._files = {name: index.sources for name, index in indexes.items()}
+    self._widths = {name: index.width for name, index in indexes.items()}
+    self._numbers = shards
     self._rows = [home[a:b, 1] for a, b in zip(bounds[:-1], bounds[1:])]   # per shard: rows in names[0]'s file
     self._where = {name: [indexes[name].locate(wanted[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
                    for name in self.names[1:]}                   # per shard: (shard, row) in that quantity
@@ -98,11 +102,10 @@ class StoreShards:
   def block(self, index, start, count):
     """float32 [count, D]: rows start .. start + count - 1 (of those read) of shard `index`; only their pages of
     the files are touched."""
-    first = self._indexes[self.names[0]]
     rows = self._rows[index][start:start + count]
-    values = {self.names[0]: first.read(np.stack([np.full(len(rows), self._numbers[index]), rows], axis=1))}
-    for name in self.names[1:]:
-      values[name] = self._indexes[name].read(self._where[name][index][start:start + count])
+    where = {self.names[0]: np.stack([np.full(len(rows), self._numbers[index]), rows], axis=1)}
+    where.update({name: self._where[name][index][start:start + count] for name in self.names[1:]})
+    values = {name: store_files.read_rows(self._files[name], where[name], self._widths[name]) for name in self.names}
     return np.asarray(pooling_lib.combine(self.pooling, values), np.float32)
 
   def blocks(self, index, rows):

@@ -263,10 +263,16 @@ class KeyIndex:
 
   def read(self, where):
     """float32 [n, H]: the rows at `where` (int [n, 2] of (shard, row)), reading only those rows."""
-    out = np.empty([len(where), self.width], np.float32)
-    for shard in np.unique(where[:, 0]):
-      rows = where[:, 0] == shard
-      source = self.sources[shard]
-      vectors = shard_member(source, "vectors") if isinstance(source, str) else source
-      out[rows] = vectors[where[rows, 1]]
-    return out
+    return read_rows(self.sources, where, self.width)
+
+
+def read_rows(sources, where, width):
+  """float32 [n, width]: the rows at `where` (int [n, 2] of (shard, row)) of shards `sources` (local paths, read
+  memory-mapped, or float32 [k, width] arrays), reading only those rows."""
+  out = np.empty([len(where), width], np.float32)
+  for shard in np.unique(where[:, 0]):
+    rows = where[:, 0] == shard
+    source = sources[shard]
+    vectors = shard_member(source, "vectors") if isinstance(source, str) else source
+    out[rows] = vectors[where[rows, 1]]
+  return out
