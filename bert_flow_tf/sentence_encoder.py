@@ -310,7 +310,7 @@ class SentenceEncoder(search.SearchMixin):
     Args:
       export_dir: str.
       version: int >= 1, TF Serving's version directory.
-      overwrite: bool, replace existing versions.
+      overwrite: bool, replace existing versions (SavedModels only; see serving/export.py).
       corpus: None, a list of str, or the path of a UTF-8 file with one sentence per line.
 
     Returns:

@@ -86,7 +86,7 @@ def atomic_path(path):
 
 
 @contextlib.contextmanager
-def atomic_dir(path, own=(), overwrite=False):
+def atomic_dir(path, own=(), overwrite=False, remedy="pass overwrite=True to replace it"):
   """Yields a temporary directory beside the directory `path`; puts it in place of `path` only if the block
   succeeds.
 
@@ -100,18 +100,19 @@ def atomic_dir(path, own=(), overwrite=False):
     path: str, the directory to write.
     own: tuple of str, the names this writer puts in `path`, its marker (info file) first; () for none.
     overwrite: bool, replace a non-empty `path` whatever it holds (still never the folders above).
+    remedy: str, the way out the refusal names besides another folder.
 
   Raises:
     errors.UserError: `path` may not be replaced (one line naming it and how to go on).
   """
-  check_replaceable(path, own, overwrite)
+  check_replaceable(path, own, overwrite, remedy)
   parent = os.path.dirname(os.path.abspath(path))
   os.makedirs(parent, exist_ok=True)
   sweep_stale(parent)
   tmp = _new_tmp(parent, lambda name: os.mkdir(name, 0o777))
   try:
     yield tmp
-    check_replaceable(path, own, overwrite)  # the block may have run for minutes
+    check_replaceable(path, own, overwrite, remedy)  # the block may have run for minutes
     if os.path.lexists(path):
       old = tmp + "-old"
       os.replace(path, old)
@@ -124,7 +125,7 @@ def atomic_dir(path, own=(), overwrite=False):
       shutil.rmtree(tmp)
 
 
-def check_replaceable(path, own=(), overwrite=False):
+def check_replaceable(path, own=(), overwrite=False, remedy="pass overwrite=True to replace it"):
   """Raises errors.UserError unless `atomic_dir(path, own, overwrite)` may put a new folder at `path`."""
   real, cwd = os.path.realpath(path), os.path.realpath(os.getcwd())
   if real in (os.path.realpath(os.path.expanduser("~")), os.path.realpath(os.sep)) or cwd == real or \
@@ -141,8 +142,8 @@ def check_replaceable(path, own=(), overwrite=False):
   foreign = [e for e in entries if e not in own] if own and own[0] in entries else entries
   shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
   mine = f"{own[0]} and its files" if own else "nothing"
-  raise errors.UserError(f"not replaced: it holds {shown}, not only what this writer writes ({mine}); pass "
-                         "overwrite=True to replace it, or give another folder", path)
+  raise errors.UserError(f"not replaced: it holds {shown}, not only what this writer writes ({mine}); {remedy}, "
+                         "or give another folder", path)
 
 
 def sweep_stale(directory):
