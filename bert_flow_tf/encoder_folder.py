@@ -14,6 +14,7 @@ import os
 from bert_flow_tf import loaders
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.loaders import presets
+from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.utils import errors
 
 INFO_FILE = "sentence_encoder.json"
@@ -63,6 +64,10 @@ def read_info(path):
       raise errors.UserError(f'"{key}" must be {allowed}, got {str(value)[:40]!r}', info_path)
   if info["max_seq_length"] < 2 or not info["model"]:
     raise errors.UserError('"max_seq_length" must be >= 2 and "model" not empty', info_path)
+  try:
+    pooling_lib.check_name(info["pooling"])
+  except ValueError as e:
+    raise errors.UserError(str(e), info_path) from e
   return info
 
 

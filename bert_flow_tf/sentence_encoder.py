@@ -42,6 +42,7 @@ from bert_flow_tf.calibration import store_stream
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.modeling import pooling as pooling_lib
+from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 
 
@@ -260,10 +261,15 @@ class SentenceEncoder(search.SearchMixin):
     info = encoder_folder.read_info(path)
     if model is None:
       model = encoder_folder.model_of(path, info["model"], trust_saved_model)
-    encoder = cls.from_pretrained(
-        model, pooling=info["pooling"], max_seq_length=info["max_seq_length"], batch_size=batch_size,
-        cache_dir=cache_dir, **({} if isinstance(model, loaders.LoadedModel) else
-                                {"do_lower_case": info["do_lower_case"]}))
+    try:
+      encoder = cls.from_pretrained(
+          model, pooling=info["pooling"], max_seq_length=info["max_seq_length"], batch_size=batch_size,
+          cache_dir=cache_dir, **({} if isinstance(model, loaders.LoadedModel) else
+                                  {"do_lower_case": info["do_lower_case"]}))
+    except ValueError as e:  # the saved settings do not fit the model (e.g. max_seq_length > its positions)
+      if isinstance(e, errors.UserError):
+        raise
+      raise errors.UserError(str(e), os.path.join(path, encoder_folder.INFO_FILE)) from e
     return encoder.load_calibration(path)
 
   def load_calibration(self, path):
