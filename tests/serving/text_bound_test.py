@@ -15,6 +15,7 @@ from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.modeling import tokenizer as tokenizer_lib
 from bert_flow_tf.serving import export
 from bert_flow_tf.serving import text_bound
+from tests.embedding.engine_vectors import engine_vectors
 from tests.embedding.tiny_model import tiny_model
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -39,13 +40,13 @@ def fixture_vocab(minilm_dir):
 def test_random_hard_strings_keep_their_first_pieces(vocab, do_lower_case, max_seq_length):
   tokenizer = tokenizer_lib.BertTokenizer(vocab, do_lower_case=do_lower_case, max_seq_length=max_seq_length)
   rng = random.Random(max_seq_length + do_lower_case)
-  sentences = ["".join(rng.choice(HARD) * rng.choice([1, 1, 1, 2, 50]) for _ in range(rng.randrange(1, 300)))
-               for _ in range(400)]
+  sentences = ["".join(rng.choice(HARD) * rng.choice([1, 1, 1, 2, 50])
+                       for _ in range(rng.randrange(1, 30 * max_seq_length))) for _ in range(300)]
   p = max_seq_length - 2
   full = _pieces(tokenizer, sentences)
   cut = tokenizer.tokenize(text_bound.bound_text(tf.constant(sentences), max_seq_length, do_lower_case)).to_list()
   assert [f[:p] for f in full] == [c[:p] for c in cut]
-  assert max(len(c) for c in cut) < max(len(f) for f in full)  # the cut did cut
+  assert sum(len(c) < len(f) for c, f in zip(cut, full)) > 100  # the cut did cut
 
 
 def test_sts_b_sentences_give_the_same_pieces(vocab, data_dir):
@@ -62,34 +63,38 @@ def test_the_text_saved_model_gives_the_same_vectors_and_a_long_string_its_prefi
   paths = export.export_models(embedder, None, str(tmp_path / "export"))
   model = export.load_text_model(paths["text"])
   sentences = ["a man plays the guitar .", "the dog runs !", "a a a a a a a a a a a a a a a a a a a a a"]
-  np.testing.assert_array_equal(export.encode_with_saved_model(model, sentences),
-                                export.encode_with_saved_model(model, sentences, batch_size=1))
-  np.testing.assert_allclose(export.encode_with_saved_model(model, sentences), embedder.encode(sentences), atol=1e-5)
+  np.testing.assert_allclose(export.encode_with_saved_model(model, sentences), engine_vectors(embedder, sentences),
+                             atol=1e-5)
   long = "a man plays the guitar . " * 40000  # 1 MB
   vectors = export.encode_with_saved_model(model, [long, long[:4000]])
   np.testing.assert_array_equal(vectors[0], vectors[1])
 
 
 _MEASURE = textwrap.dedent("""
-    import resource, sys
+    import re, sys
     import tensorflow as tf
     from bert_flow_tf.modeling import tokenizer as tokenizer_lib
     from bert_flow_tf.serving import text_bound
+    def peak_mb():  # this process's peak RSS (VmHWM; getrusage's ru_maxrss keeps the parent's across exec)
+      return int(re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read()).group(1)) // 1024
     tokenizer = tokenizer_lib.BertTokenizer(sys.argv[1], max_seq_length=64)
     bounded = sys.argv[2] == "bounded"
     def pieces(batch):
       return tokenizer.tokenize(text_bound.bound_text(batch, 64, True) if bounded else batch)
     pieces(tf.constant(["warm up", "the graphs"]))
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    pieces(tf.constant(["a man plays the guitar , the crowd cheers ! " * 24000] * 8))  # 8 strings of 1 MB
-    print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
+    batch = tf.constant(["a man plays the guitar , the crowd cheers ! " * 24000] * 8)  # 8 strings of 1 MB
+    before = peak_mb()
+    pieces(batch)
+    print(peak_mb() - before)
 """)
+
 
 
 def test_eight_strings_of_one_megabyte_cost_the_tokenizer_little_memory(vocab):
   def growth_mb(mode):
-    out = subprocess.run([sys.executable, "-c", _MEASURE, vocab, mode], capture_output=True, text=True, check=True,
-                         env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="3"))
+    out = subprocess.run([sys.executable, "-c", _MEASURE, vocab, mode], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="3"), check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
     return int(out.stdout.split()[-1])
   unbounded, bounded = growth_mb("whole"), growth_mb("bounded")
   assert unbounded > 120 and bounded < 60, (unbounded, bounded)  # 8 MB in: ~180 MB tokenized whole, ~30 MB cut
