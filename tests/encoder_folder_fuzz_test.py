@@ -82,6 +82,7 @@ def _damage(rng, path):
   return kind
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("calibration", ["whitening", "flow"])
 def test_damaged_saved_folders_load_or_fail_in_one_line_naming_the_folder(saved, calibration, tmp_path):
   folders, model = saved

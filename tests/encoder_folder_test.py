@@ -59,6 +59,7 @@ def _saved_folder(folder, model, **edits):
   return str(folder)
 
 
+@pytest.mark.slow
 def test_load_refuses_a_saved_model_the_folder_names_and_never_runs_it(tmp_path, model_dir, monkeypatch):
   target = tmp_path / "ran.txt"
   folder = _saved_folder(tmp_path / "downloaded", "planted")
@@ -98,6 +99,7 @@ def test_a_relative_model_path_resolves_against_the_saved_folder(tmp_path, model
   np.testing.assert_array_equal(loaded.calibration.transform(raw), enc.calibration.transform(raw))
 
 
+@pytest.mark.slow
 def test_save_replaces_only_its_own_folder(tmp_path, model_dir, monkeypatch):
   enc = _encoder(model_dir).fit(SENTENCES, method="sn")
   folder = tmp_path / "enc"

@@ -58,6 +58,7 @@ def test_an_edited_flow_config_is_refused_naming_the_first_variable_that_differs
   assert "\n" not in message and message.startswith(os.path.join(folder, "flow-1"))
 
 
+@pytest.mark.slow
 def test_a_fit_checkpoint_with_the_optimizer_state_beside_the_flow_loads(tmp_path):
   x = np.random.default_rng(1).normal(size=[16, DIM]).astype(np.float32)
   config = tmp_path / "flow_config.json"

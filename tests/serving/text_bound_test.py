@@ -90,6 +90,7 @@ _MEASURE = textwrap.dedent("""
 
 
 
+@pytest.mark.slow
 def test_eight_strings_of_one_megabyte_cost_the_tokenizer_little_memory(vocab):
   def growth_mb(mode):
     out = subprocess.run([sys.executable, "-c", _MEASURE, vocab, mode], capture_output=True, text=True,
