@@ -16,6 +16,7 @@ from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.loaders import presets
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.utils import errors
+from bert_flow_tf.utils import io_utils
 
 INFO_FILE = "sentence_encoder.json"
 CALIBRATION_DIR = "calibration"
@@ -45,15 +46,7 @@ _INFO_TYPES = {"model": (str,), "do_lower_case": (bool,), "pooling": (str,), "ma
 def read_info(path):
   """sentence_encoder.json of the folder `path`, checked: one line naming the file for anything wrong in it."""
   info_path = os.path.join(path, INFO_FILE)
-  if not os.path.isfile(info_path):
-    raise errors.missing_file(f"no {INFO_FILE}: not a directory written by SentenceEncoder.save", info_path)
-  try:
-    with open(info_path, encoding="utf-8") as f:
-      info = json.load(f)
-  except (ValueError, RecursionError) as e:  # not UTF-8, not JSON, an int of over 4,300 digits, nesting too deep
-    raise errors.UserError(f"not valid UTF-8 JSON ({type(e).__name__}: {str(e)[:100]})", info_path) from e
-  if not isinstance(info, dict):
-    raise errors.UserError(f"expected a JSON object, got {type(info).__name__}", info_path)
+  info = io_utils.read_json_object(info_path, f"no {INFO_FILE}: not a directory written by SentenceEncoder.save")
   if info.get("format_version") != FORMAT_VERSION:
     raise errors.UserError(f"format_version {str(info.get('format_version'))[:40]!r}, this version reads "
                            f"{FORMAT_VERSION}", info_path)

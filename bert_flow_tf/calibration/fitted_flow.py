@@ -40,17 +40,7 @@ def read_info(flow_dir):
     valid "dim", "flow_config" or "fit".
   """
   info_path = os.path.join(flow_dir, INFO_FILE)
-  if not os.path.isfile(info_path):
-    raise errors.missing_file(f"no fitted flow: {INFO_FILE} is missing", info_path)
-  try:
-    with open(info_path, encoding="utf-8") as f:
-      info = json.load(f)
-  except json.JSONDecodeError as e:
-    raise errors.UserError(f"not valid JSON ({e.msg})", f"{info_path}:{e.lineno}") from e
-  except (ValueError, RecursionError) as e:  # not UTF-8, an int of over 4,300 digits, nesting too deep
-    raise errors.UserError(f"not valid UTF-8 JSON ({type(e).__name__}: {str(e)[:100]})", info_path) from e
-  if not isinstance(info, dict):
-    raise errors.UserError(f"expected a JSON object, got {type(info).__name__}", info_path)
+  info = io_utils.read_json_object(info_path, f"no fitted flow: {INFO_FILE} is missing")
   dim = info.get("dim")
   if isinstance(dim, bool) or not isinstance(dim, int) or dim < 2:
     raise errors.UserError(f'"dim" must be an int >= 2, got {str(dim)[:40]!r}', info_path)

@@ -1,4 +1,4 @@
-"""File helpers: strict UTF-8 line reading with file:line errors, and atomic writes (tmp file + rename).
+"""File helpers: strict UTF-8 line and JSON reading with file:line errors, and atomic writes (tmp file + rename).
 
 The write rules (what a folder writer may replace, what a kill leaves, the modes) are docs/security.md's.
 """
@@ -6,6 +6,7 @@ import codecs
 import contextlib
 import errno
 import hashlib
+import json
 import os
 import re
 import secrets
@@ -58,6 +59,27 @@ def read_lines(path):
     as `iter_lines`.
   """
   return [line for _, line in iter_lines(path)]
+
+
+def read_json_object(path, missing):
+  """A JSON file holding an object, as a dict.
+
+  Raises:
+    FileNotFoundError naming `path` with the message `missing`; errors.UserError naming `path` (and the line, for a
+    syntax error) when it is not UTF-8, not JSON, too deeply nested, or not an object.
+  """
+  if not os.path.isfile(path):
+    raise errors.missing_file(missing, path)
+  try:
+    with open(path, encoding="utf-8") as f:
+      value = json.load(f)
+  except json.JSONDecodeError as e:
+    raise errors.UserError(f"not valid JSON ({e.msg})", f"{path}:{e.lineno}") from e
+  except (ValueError, RecursionError) as e:  # not UTF-8, an int of over 4,300 digits, nesting too deep
+    raise errors.UserError(f"not valid UTF-8 JSON ({type(e).__name__}: {str(e)[:100]})", path) from e
+  if not isinstance(value, dict):
+    raise errors.UserError(f"expected a JSON object, got {type(value).__name__}", path)
+  return value
 
 
 @contextlib.contextmanager
