@@ -170,18 +170,15 @@ def check_replaceable(path, own=(), overwrite=False, remedy="pass overwrite=True
 
 def sweep_stale(directory):
   """Removes the `.tmp-<pid>-*` files and folders in `directory` that writers on this host left when they were
-  killed (their process is gone); another live process's are kept. Returns the names removed."""
-  removed = []
+  killed (their process is gone); another live process's are kept."""
   for name in os.listdir(directory):
     match = _TMP_NAME.match(name)
     if not match or match.group(2) != _HOST or _alive(int(match.group(1))):
       continue
     try:
       _remove(os.path.join(directory, name))
-      removed.append(name)
     except OSError:  # another writer swept it first, or it is not ours to remove: best effort
       pass
-  return removed
 
 
 def _new_tmp(directory, create, suffix=""):
