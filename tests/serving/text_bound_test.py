@@ -14,6 +14,7 @@ from bert_flow_tf.data import sts
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.modeling import tokenizer as tokenizer_lib
 from bert_flow_tf.serving import export
+from bert_flow_tf.serving import op_audit
 from bert_flow_tf.serving import text_bound
 from tests.embedding.engine_vectors import engine_vectors
 from tests.embedding.tiny_model import tiny_model
@@ -61,6 +62,8 @@ def test_sts_b_sentences_give_the_same_pieces(vocab, data_dir):
 def test_the_text_saved_model_gives_the_same_vectors_and_a_long_string_its_prefix_vector(tmp_path):
   embedder = SentenceEmbedder(tiny_model(tmp_path / "model"), "last-avg", 16)
   paths = export.export_models(embedder, None, str(tmp_path / "export"))
+  audit = op_audit.audit_saved_model(paths["text"])
+  assert audit.servable(), audit.problems  # the cut's ops are TF Serving's core ops
   model = export.load_text_model(paths["text"])
   sentences = ["a man plays the guitar .", "the dog runs !", "a a a a a a a a a a a a a a a a a a a a a"]
   np.testing.assert_allclose(export.encode_with_saved_model(model, sentences), engine_vectors(embedder, sentences),
