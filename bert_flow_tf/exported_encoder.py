@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from bert_flow_tf.serving import export
 from bert_flow_tf import search
+from bert_flow_tf import st_api
 
 
 def latest_version(export_dir, kind="text"):
@@ -28,7 +29,7 @@ def latest_version(export_dir, kind="text"):
   return versions[-1]
 
 
-class ExportedEncoder(search.SearchMixin):
+class ExportedEncoder(st_api.SearchApi):
   """An export loaded for encoding and search.
 
   Args:
@@ -74,6 +75,7 @@ class ExportedEncoder(search.SearchMixin):
     Returns:
       list of n lists of {"corpus_id": int, "score": float, "sentence": str}, best first.
     """
+    search.check_top_k(k, "k")
     if self.search_model is None:
       raise ValueError("this export has no search model: export it with a corpus (SentenceEncoder.export(..., "
                        "corpus=...))")

@@ -1,5 +1,5 @@
 """Cosine similarity (the project's one numpy cosine: row-wise and as a matrix) and exact top-k search over sentence
-vectors, and the methods encoders share.
+vectors. The methods encoders share are st_api.SearchApi.
 
 `semantic_search` returns what sentence-transformers' `util.semantic_search` returns: per query, a list of
 {"corpus_id": int, "score": float} by decreasing score; equal scores keep the lower corpus_id first (as
@@ -58,6 +58,13 @@ def cos_sim(a, b):
   return normalize(a) @ normalize(b).T
 
 
+def check_top_k(top_k, name="top_k"):
+  """Returns `top_k` if it is an int >= 1, else raises ValueError in one line naming `name`."""
+  if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
+    raise ValueError(f"{name} must be an int >= 1, got {top_k!r}")
+  return top_k
+
+
 def semantic_search(query_vectors, corpus_vectors, top_k=10):
   """Exact cosine top-k: each query against every corpus vector.
 
@@ -69,46 +76,8 @@ def semantic_search(query_vectors, corpus_vectors, top_k=10):
   Returns:
     list of n lists of {"corpus_id": int, "score": float}, best first.
   """
-  if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
-    raise ValueError(f"top_k must be an int >= 1, got {top_k!r}")
+  check_top_k(top_k)
   scores = cos_sim(query_vectors, corpus_vectors)                          # [n, m]
   k = min(int(top_k), scores.shape[1])
   order = np.argsort(-scores, axis=1, kind="stable")[:, :k]                 # [n, k]
   return [[{"corpus_id": int(i), "score": float(row[i])} for i in ids] for row, ids in zip(scores, order)]
-
-
-class SearchMixin:
-  """`similarity` and `semantic_search` for a class with `encode(sentences) -> np.float32 [n, D]`."""
-
-  def vectors_of(self, texts_or_vectors):
-    """A str, a list of str (encoded with `encode`) or vectors [n, D] / [D] -> np.float32 [n, D]."""
-    if isinstance(texts_or_vectors, str):
-      return self.encode([texts_or_vectors])
-    if isinstance(texts_or_vectors, (list, tuple)) and all(isinstance(t, str) for t in texts_or_vectors):
-      return self.encode(list(texts_or_vectors))
-    return np.atleast_2d(np.asarray(texts_or_vectors, np.float32))
-
-  def similarity(self, a, b):
-    """Cosine similarity matrix of the (calibrated) vectors of a and b.
-
-    Args:
-      a: str, list of n str, or vectors float [n, D] (e.g. from `encode`).
-      b: str, list of m str, or vectors float [m, D].
-
-    Returns:
-      np.float32 [n, m] (a str counts as a list of one).
-    """
-    return cos_sim(self.vectors_of(a), self.vectors_of(b))
-
-  def semantic_search(self, queries, corpus, top_k=10):
-    """Exact cosine top-k of each query in the corpus (see the module notes for the result).
-
-    Args:
-      queries: str, list of n str, or vectors float [n, D].
-      corpus: list of m str, or vectors float [m, D] (encode a large corpus once and pass its vectors).
-      top_k: int >= 1.
-
-    Returns:
-      list of n lists of {"corpus_id": int, "score": float}, best first.
-    """
-    return semantic_search(self.vectors_of(queries), self.vectors_of(corpus), top_k)

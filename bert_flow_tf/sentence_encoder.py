@@ -30,11 +30,16 @@ import json
 import os
 
 import numpy as np
+import tensorflow as tf
+from absl import logging
 
 import glow
 from bert_flow_tf.serving import export as export_lib
 from bert_flow_tf import loaders
-from bert_flow_tf import search
+from bert_flow_tf import st_api
+from bert_flow_tf.loaders import presets
+from bert_flow_tf.loaders import st_folder
+from bert_flow_tf.modeling import packing
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import fitted_flow
 from bert_flow_tf.calibration import store_stream
@@ -43,6 +48,7 @@ from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.utils import io_utils
 
+DEFAULT_POOLING = "last-avg"
 INFO_FILE = "sentence_encoder.json"
 CALIBRATION_DIR = "calibration"
 FORMAT_VERSION = 1
@@ -69,8 +75,9 @@ def _describe(model, pooling, max_seq_length, fingerprint_hex):
   return f"{model} (pooling {pooling}, max_seq_length {max_seq_length}, fingerprint {fingerprint_hex})"
 
 
-class SentenceEncoder(search.SearchMixin):
-  """Sentences -> (calibrated) vectors with a loaded BERT and a named pooling.
+class SentenceEncoder(st_api.StApi):
+  """Sentences -> (calibrated) vectors with a loaded BERT and a named pooling, answering sentence-transformers'
+  calls (`encode`, `similarity`, ...: st_api, docs/api.md).
 
   Make one with `from_pretrained` or `load`.
 
@@ -79,44 +86,74 @@ class SentenceEncoder(search.SearchMixin):
     calibration: a calibration.calibrator calibration fitted on this embedder's vectors, or None.
     batch_size: int, sentences per encoding batch unless `encode` is given one.
     cache_dir: str or None, keep the raw vectors on disk there (the embedding store of run_flow.py); None: memory.
+    prompts, default_prompt_name, truncate_dim, similarity_fn_name, normalize: see `from_pretrained`.
 
   Attributes:
     embedder: the SentenceEmbedder (model, tokenizer, pooling, max_seq_length).
     calibration: FlowCalibration, BaselineCalibration or None.
     fingerprint: str, see the module notes.
+    max_seq_length: int, tokens per sentence (read and set; longer ones are cut, with a warning per call).
   """
 
-  def __init__(self, embedder, calibration=None, batch_size=64, cache_dir=None):
+  def __init__(self, embedder, calibration=None, batch_size=64, cache_dir=None, prompts=None,
+               default_prompt_name=None, truncate_dim=None, similarity_fn_name=None, normalize=False):
     self.embedder = embedder
     self.batch_size = batch_size
+    self.cache_dir = cache_dir
     self.store = EmbeddingStore(embedder, root=cache_dir, batch_size=batch_size)
+    self.prompts = dict(prompts or {})
+    if default_prompt_name is not None and default_prompt_name not in self.prompts:
+      raise ValueError(f"default_prompt_name {default_prompt_name!r} is not among the prompts {sorted(self.prompts)}")
+    self.default_prompt_name = default_prompt_name
+    self.truncate_dim = truncate_dim
+    self.similarity_fn_name = similarity_fn_name
+    self.normalize = bool(normalize)
     self.calibration = None
     if calibration is not None:
       self._set_calibration(calibration)
 
   @classmethod
-  def from_pretrained(cls, model="all-minilm-l6-v2", pooling="last-avg", max_seq_length=64, batch_size=64,
-                      cache_dir=None, **load_kwargs):
+  def from_pretrained(cls, model=presets.DEFAULT, pooling=None, max_seq_length=None, batch_size=64, cache_dir=None,
+                      prompts=None, default_prompt_name=None, truncate_dim=None, similarity_fn_name=None,
+                      **load_kwargs):
     """Loads a BERT for encoding sentences (uncalibrated until `fit` or `load_calibration`).
 
+    A sentence-transformers folder, or a preset (by its name or Hub id: "all-MiniLM-L6-v2",
+    "sentence-transformers/all-MiniLM-L6-v2"), brings its own pooling, max_seq_length, Normalize, prompts and
+    similarity function (loaders.st_folder); the arguments given here win.
+
     Args:
-      model: str, a model directory (TF1 checkpoint, HF safetensors or TF-Hub encoder; README: Models) or a preset
-        name ("all-minilm-l6-v2"); or a loaders.LoadedModel already loaded.
-      pooling: str, a pooling name (README: Poolings), e.g. "last-avg", "first-last-avg", "cls".
-      max_seq_length: int, tokens per sentence including [CLS] and [SEP].
+      model: str, a model directory (TF1 checkpoint, HF safetensors, TF-Hub encoder or sentence-transformers
+        folder; README: Models), a preset name or Hub id; or a loaders.LoadedModel already loaded.
+      pooling: str or None, a pooling name (README: Poolings), e.g. "last-avg", "first-last-avg", "cls"; None: the
+        folder's, else "last-avg".
+      max_seq_length: int or None, tokens per sentence including [CLS] and [SEP]; None: the model's own
+        (sentence_bert_config.json, else max_position_embeddings, else 512).
       batch_size: int, sentences per encoding batch.
       cache_dir: str or None, see the class.
+      prompts: dict name -> str or None (the folder's); default_prompt_name: str or None.
+      truncate_dim: int or None, `encode` keeps the first truncate_dim dimensions (after the calibration).
+      similarity_fn_name: "cosine" (default), "dot", "euclidean" or "manhattan".
       **load_kwargs: passed to loaders.load_model (do_lower_case, vocab_file, ...).
 
     Returns:
       SentenceEncoder.
     """
+    folder = presets.model_dir(model) if isinstance(model, (str, os.PathLike)) else None
+    st = st_folder.read(folder) if folder is not None and st_folder.is_st_folder(folder) else None
     if isinstance(model, loaders.LoadedModel):
       if load_kwargs:
         raise ValueError(f"load options {sorted(load_kwargs)} given with an already loaded model")
     else:
       model = loaders.load_model(model, **load_kwargs)
-    return cls(SentenceEmbedder(model, pooling, max_seq_length), batch_size=batch_size, cache_dir=cache_dir)
+    own_length = (st and st.max_seq_length) or (model.config.max_position_embeddings if model.config else 512)
+    embedder = SentenceEmbedder(model, pooling or (st.pooling if st else DEFAULT_POOLING),
+                                max_seq_length or own_length)
+    return cls(embedder, batch_size=batch_size, cache_dir=cache_dir,
+               prompts=st.prompts if prompts is None and st else prompts,
+               default_prompt_name=default_prompt_name or (st.default_prompt_name if st else None),
+               truncate_dim=truncate_dim, similarity_fn_name=similarity_fn_name or (st and st.similarity_fn_name),
+               normalize=bool(st and st.normalize))
 
   @functools.cached_property
   def fingerprint(self):
@@ -125,42 +162,61 @@ class SentenceEncoder(search.SearchMixin):
 
   @property
   def dim(self):
-    """int, the width of `encode`'s vectors: the pooling's, or the calibration's (whitening-k: k)."""
+    """int, the width of the calibrated vectors: the pooling's, or the calibration's (whitening-k: k)."""
     return self.embedder.dim if self.calibration is None else self.calibration.dim
+
+  @property
+  def max_seq_length(self):
+    """int, tokens per sentence including [CLS] and [SEP]."""
+    return self.embedder.max_seq_length
+
+  @max_seq_length.setter
+  def max_seq_length(self, value):
+    if value == self.embedder.max_seq_length:
+      return
+    if self.calibration is not None:
+      raise ValueError(f"max_seq_length stays {self.embedder.max_seq_length} while a calibration fitted on those "
+                       "vectors is set; set it before fit, or make a new encoder")
+    self.embedder = SentenceEmbedder(self.embedder.loaded, self.embedder.pooling.name, int(value),
+                                     strategy=self.embedder.strategy)
+    self.store = EmbeddingStore(self.embedder, root=self.cache_dir, batch_size=self.batch_size)
+    self.__dict__.pop("fingerprint", None)
 
   def describe(self):
     """One line: the model, pooling, max_seq_length and fingerprint."""
     return _describe(self.embedder.loaded.source, self.embedder.pooling.name, self.embedder.max_seq_length,
                      self.fingerprint)
 
-  def encode(self, sentences, batch_size=None, normalize_embeddings=False, show_progress_bar=None):
-    """Sentence vectors in input order, without dropout; calibrated when a calibration is set.
+  def tokenize(self, texts):
+    """The model's inputs for `texts` (str or list of str), packed to the longest: dict packing.INPUT_NAMES ->
+    tf.int32 [n, S]."""
+    texts = st_api.texts_of(texts) or []
+    pieces = self.embedder.tokenizer.tokenize(tf.constant(texts, tf.string))
+    return packing.pack_to_longest(self.embedder.tokenizer, pieces)
 
-    Args:
-      sentences: str, or a list (any iterable) of str.
-      batch_size: int or None (the object's), sentences per BERT batch.
-      normalize_embeddings: bool, scale each vector to unit L2 norm (after the calibration).
-      show_progress_bar: bool or None. None or True: a progress line on stderr when at least 2,000 new
-        sentences are encoded (utils.progress's threshold; shorter runs take seconds); False: never.
+  def _embed(self, texts, batch_size=None, show_progress_bar=None):
+    """np.float32 [n, D], the calibrated vectors of a list of str (st_api's hook)."""
+    vectors = self.encode_raw(texts, batch_size, show_progress_bar)
+    return vectors if self.calibration is None else self.calibration.transform(vectors)
 
-    Returns:
-      np.float32 [D] for a str, [n, D] for a list.
-    """
-    if isinstance(sentences, str):
-      return self.encode([sentences], batch_size, normalize_embeddings, show_progress_bar)[0]
-    vectors = self.encode_raw(sentences, batch_size, show_progress_bar)
-    if self.calibration is not None:
-      vectors = self.calibration.transform(vectors)
-    return search.normalize(vectors) if normalize_embeddings else vectors
+  def _token_outputs(self, texts, batch_size):
+    return self.embedder.token_outputs(texts, batch_size)
 
   def encode_raw(self, sentences, batch_size=None, show_progress_bar=None):
-    """The pooled BERT vectors before any calibration: a list of n str -> np.float32 [n, D] (the pooling's D)."""
+    """The pooled BERT vectors before any calibration: a list of n str -> np.float32 [n, D] (the pooling's D).
+
+    Warns once per call when sentences were cut to max_seq_length tokens.
+    """
     sentences = list(sentences)
     for i, sentence in enumerate(sentences):
       if not isinstance(sentence, str):
         raise ValueError(f"sentences must be str; item {i} is {type(sentence).__name__}: {sentence!r}")
+    cut = self.embedder.count_cut(sentences)
+    if cut:
+      logging.warning("%s of %s sentences were cut to %d tokens (max_seq_length)", f"{cut:,}",
+                      f"{len(sentences):,}", self.embedder.max_seq_length)
     self.store.batch_size = batch_size or self.batch_size
-    return self.store.vectors(sentences, self.embedder.pooling, show_progress_bar is not False)
+    return self.store.vectors(sentences, self.embedder.pooling, show_progress_bar)
 
   def fit(self, sentences, method="flow", flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3,
           num_train_epochs=1.0, batch_size=32, seed=1234, init="original", from_store=False):
