@@ -50,7 +50,7 @@ class Progress:
     self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
     self.start = time.perf_counter()
     self.done = 0
-    self._next_report = 0.1
+    self._next_tenth = 1       # the next 10% step to report in a log file (integers: no float drift)
     self._shown = False
 
   def line(self, elapsed):
@@ -69,11 +69,10 @@ class Progress:
     elapsed = time.perf_counter() - self.start
     if self.show is None and not self._shown and (elapsed < AUTO_AFTER_S or self.done >= self.total):
       return
-    fraction = self.done / max(self.total, 1)
-    if not (self.tty or fraction >= self._next_report or self.done >= self.total):
+    tenths = 10 * self.done // max(self.total, 1)
+    if not (self.tty or tenths >= self._next_tenth or self.done >= self.total):
       return
-    while self._next_report <= fraction:
-      self._next_report += 0.1
+    self._next_tenth = tenths + 1
     self._shown = True
     line = self.line(elapsed)
     self.stream.write(("\r" + line + ("\n" if self.done >= self.total else "")) if self.tty else line + "\n")
