@@ -12,7 +12,9 @@ It reuses the project's parts: `loaders.load_model`, `SentenceEmbedder` behind a
 sentence runs through BERT once per object), `calibration.calibrator` (flow or baselines) and `export`.
 
 `save(dir)` writes, atomically (a hidden sibling renamed into place):
-  <dir>/sentence_encoder.json   the model (its path or preset name), pooling, max_seq_length, the fingerprint
+  <dir>/sentence_encoder.json   the model (its path or preset name), pooling, max_seq_length, the fingerprint,
+                                and the sentence-transformers settings (prompts, default_prompt_name, truncate_dim,
+                                similarity_fn_name, normalize)
   <dir>/calibration/            the calibration (see calibration.calibrator), when there is one
 The BERT weights are not copied: as BERT-whitening keeps its kernel and bias beside the model, the calibration is
 kept with the name of the model it was fitted on, and `load` checks the fingerprint of the model it finds.
@@ -284,7 +286,10 @@ class SentenceEncoder(st_api.StApi):
             "model": os.path.abspath(source) if os.path.exists(source) else source,  # a path, or a preset name
             "do_lower_case": bool(self.embedder.loaded.do_lower_case), "pooling": self.embedder.pooling.name,
             "max_seq_length": self.embedder.max_seq_length, "fingerprint": self.fingerprint,
-            "calibration": None if self.calibration is None else self.calibration.method}
+            "calibration": None if self.calibration is None else self.calibration.method,
+            "prompts": self.prompts, "default_prompt_name": self.default_prompt_name,
+            "truncate_dim": self.truncate_dim, "similarity_fn_name": self.similarity_fn_name,
+            "normalize": self.normalize}
     with io_utils.atomic_dir(path) as tmp:
       with open(os.path.join(tmp, INFO_FILE), "w", encoding="utf-8") as f:
         f.write(json.dumps(info, indent=2) + "\n")
@@ -313,8 +318,10 @@ class SentenceEncoder(st_api.StApi):
       model = info["model"]
     encoder = cls.from_pretrained(
         model, pooling=info["pooling"], max_seq_length=info["max_seq_length"], batch_size=batch_size,
-        cache_dir=cache_dir, **({} if isinstance(model, loaders.LoadedModel) else
-                                {"do_lower_case": info["do_lower_case"]}))
+        cache_dir=cache_dir, prompts=info.get("prompts"), default_prompt_name=info.get("default_prompt_name"),
+        truncate_dim=info.get("truncate_dim"), similarity_fn_name=info.get("similarity_fn_name"),
+        **({} if isinstance(model, loaders.LoadedModel) else {"do_lower_case": info["do_lower_case"]}))
+    encoder.normalize = info.get("normalize", encoder.normalize)
     return encoder.load_calibration(path)
 
   def load_calibration(self, path):

@@ -155,3 +155,12 @@ def test_show_progress_bar_forces_the_line_on_or_off(enc, capfd):
   assert "encoding: 1/1 (100%" in err and "sent/s, in " in err
   enc.encode(["dog runs later"], show_progress_bar=False)
   assert "encoding" not in capfd.readouterr().err
+
+
+def test_save_records_prompts_truncate_dim_and_similarity(tiny_dir, tmp_path):
+  enc = SentenceEncoder.from_pretrained(tiny_dir, pooling="last-avg", max_seq_length=16, prompts=PROMPTS,
+                                        default_prompt_name="query", truncate_dim=5, similarity_fn_name="manhattan")
+  loaded = SentenceEncoder.load(enc.save(str(tmp_path / "enc")))
+  assert (loaded.prompts, loaded.default_prompt_name, loaded.truncate_dim, loaded.similarity_fn_name) == \
+      (PROMPTS, "query", 5, "manhattan")
+  np.testing.assert_allclose(loaded.encode(["runs"]), enc.encode(["runs"]), atol=1e-6)
