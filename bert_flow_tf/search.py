@@ -65,19 +65,38 @@ def check_top_k(top_k, name="top_k"):
   return top_k
 
 
-def semantic_search(query_vectors, corpus_vectors, top_k=10):
-  """Exact cosine top-k: each query against every corpus vector.
+def semantic_search(query_vectors, corpus_vectors, query_chunk_size=100, corpus_chunk_size=500000, top_k=10,
+                    score_function=None):
+  """Exact top-k: each query against every corpus vector, in sentence-transformers' `util.semantic_search` signature.
 
   Args:
     query_vectors: float [n, D] or [D].
     corpus_vectors: float [m, D].
+    query_chunk_size, corpus_chunk_size: int >= 1, the queries and corpus vectors scored at a time (memory:
+      query_chunk_size x corpus_chunk_size scores); the ranking does not depend on them (the scores' last float
+      bits may: a matmul of another shape rounds differently).
     top_k: int >= 1; min(top_k, m) results per query.
+    score_function: (a [q, D], b [c, D]) -> scores [q, c], higher is better; None: `cos_sim`.
 
   Returns:
-    list of n lists of {"corpus_id": int, "score": float}, best first.
+    list of n lists of {"corpus_id": int, "score": float}, best first (equal scores: lower corpus_id first).
   """
   check_top_k(top_k)
-  scores = cos_sim(query_vectors, corpus_vectors)                          # [n, m]
-  k = min(int(top_k), scores.shape[1])
-  order = np.argsort(-scores, axis=1, kind="stable")[:, :k]                 # [n, k]
-  return [[{"corpus_id": int(i), "score": float(row[i])} for i in ids] for row, ids in zip(scores, order)]
+  check_top_k(query_chunk_size, "query_chunk_size")
+  check_top_k(corpus_chunk_size, "corpus_chunk_size")
+  score_function = score_function or cos_sim
+  queries, corpus = np.atleast_2d(query_vectors), np.atleast_2d(corpus_vectors)
+  k = min(int(top_k), len(corpus))
+  results = []
+  for q in range(0, len(queries), query_chunk_size):
+    scores, ids = [], []                                                    # the best k of each corpus chunk
+    for c in range(0, len(corpus), corpus_chunk_size):
+      chunk = np.asarray(score_function(queries[q:q + query_chunk_size], corpus[c:c + corpus_chunk_size]))
+      best = np.argsort(-chunk, axis=1, kind="stable")[:, :k]              # [q, <= k]
+      scores.append(np.take_along_axis(chunk, best, axis=1))
+      ids.append(best + c)
+    scores, ids = np.concatenate(scores, axis=1), np.concatenate(ids, axis=1)
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]              # chunks in corpus order: ties stay
+    results += [[{"corpus_id": int(i), "score": float(s)} for i, s in zip(row_ids[o], row_scores[o])]
+                for row_ids, row_scores, o in zip(ids, scores, order)]
+  return results

@@ -120,7 +120,7 @@ class SearchApi:
       list of n lists of {"corpus_id": int, "score": float}, best first.
     """
     search.check_top_k(top_k)
-    return search.semantic_search(self.vectors_of(queries, True), self.vectors_of(corpus, True), top_k)
+    return search.semantic_search(self.vectors_of(queries, True), self.vectors_of(corpus, True), top_k=top_k)
 
 
 class StApi(SearchApi):
@@ -229,6 +229,10 @@ class StApi(SearchApi):
     if prompt_name is None and prompt is None:
       prompt_name = next((name for name in ("document", "passage", "corpus") if name in self.prompts), None)
     return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
+
+  def get_max_seq_length(self):
+    """int, tokens per sentence the model reads (the class's max_seq_length)."""
+    return self.max_seq_length
 
   def get_sentence_embedding_dimension(self):
     """int, the width of `encode`'s vectors: `dim`, or truncate_dim when smaller."""

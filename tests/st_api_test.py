@@ -135,7 +135,7 @@ def test_max_seq_length_is_read_set_and_cuts_are_counted(tiny_dir, caplog):
   long = "the man . " * 8                   # 24 pieces
   full = enc.encode(long)
   enc.max_seq_length = 16
-  assert enc.max_seq_length == 16 and enc.embedder.tokenizer.max_seq_length == 16
+  assert enc.max_seq_length == enc.get_max_seq_length() == 16 and enc.embedder.tokenizer.max_seq_length == 16
   with caplog.at_level(logging.WARNING):
     cut = enc.encode(SENTENCES)[5]
   assert "1 of 23 sentences were cut to 16 tokens" in caplog.text
