@@ -194,6 +194,11 @@ def test_export_with_a_corpus_serves_encode_and_search(tiny, tmp_path):
     assert [h["sentence"] for h in g] == [SENTENCES[i] for i in ids]
     assert [s.decode() for s in served["sentences"][q]] == [SENTENCES[i] for i in ids]
   assert len(exported.search("dog", k=50)[0]) == len(SENTENCES)  # k capped at the corpus size
+  for k in (0, -2, 1.5):
+    with pytest.raises(ValueError, match=f"^k must be an int >= 1, got {k!r}$"):  # one line, not TF's error
+      exported.search("dog", k=k)
+  np.testing.assert_allclose(exported.similarity(np.array(QUERIES), SENTENCES[:2]),  # numpy strings
+                             enc.similarity(QUERIES, SENTENCES[:2]), atol=1e-5)
 
   audit = op_audit.audit_saved_model(paths["search"])
   assert audit.servable(), audit.problems
