@@ -35,25 +35,25 @@ def _two(a, b, same_rows):
   return a, b
 
 
+def _scores(name, a, b, pairwise):
+  name = check_name(name)
+  a, b = _two(a, b, same_rows=pairwise)
+  if name == "cosine":
+    out = search.cosine(a, b) if pairwise else search.cos_sim(a, b)
+  elif name == "dot":
+    out = np.einsum("nd,nd->n", a, b) if pairwise else a @ b.T
+  elif pairwise:
+    out = -np.linalg.norm(a - b, ord=2 if name == "euclidean" else 1, axis=-1)
+  else:
+    out = -distance.cdist(a, b, "euclidean" if name == "euclidean" else "cityblock")
+  return np.asarray(out, np.float32)
+
+
 def matrix(name, a, b):
   """Scores of every row of `a` [n, D] (or [D]) with every row of `b` [m, D] -> np.float32 [n, m]."""
-  name = check_name(name)
-  a, b = _two(a, b, same_rows=False)
-  if name == "cosine":
-    return search.cos_sim(a, b).astype(np.float32)
-  if name == "dot":
-    return (a @ b.T).astype(np.float32)
-  return -distance.cdist(a, b, "euclidean" if name == "euclidean" else "cityblock").astype(np.float32)
+  return _scores(name, a, b, pairwise=False)
 
 
 def pairwise(name, a, b):
   """Scores of row i of `a` with row i of `b`, both [n, D] (or [D]) -> np.float32 [n]."""
-  name = check_name(name)
-  a, b = _two(a, b, same_rows=True)
-  if name == "cosine":
-    return search.cosine(a, b).astype(np.float32)
-  if name == "dot":
-    return np.einsum("nd,nd->n", a, b).astype(np.float32)
-  if name == "euclidean":
-    return -np.sqrt(np.sum((a - b) ** 2, -1)).astype(np.float32)
-  return -np.sum(np.abs(a - b), -1).astype(np.float32)
+  return _scores(name, a, b, pairwise=True)
