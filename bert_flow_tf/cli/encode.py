@@ -77,10 +77,11 @@ def main(argv):
       except ValueError as e:
         raise app.UsageError(f"--flow_checkpoint={FLAGS.flow_checkpoint} does not fit: {e}") from e
       what += f", then the flow in {FLAGS.flow_checkpoint}"
-  encode_file(FLAGS.input_file, FLAGS.output_file, encoder, FLAGS.encode_batch_sentences, what)
+  encode_file(FLAGS.input_file, FLAGS.output_file, encoder, FLAGS.encode_batch_sentences, what,
+              encode_flags.PROGRESS[FLAGS.progress])
 
 
-def encode_file(input_file, output_file, encoder, batch_size=64, what="sentence vectors"):
+def encode_file(input_file, output_file, encoder, batch_size=64, what="sentence vectors", show_progress_bar=None):
   """Encodes a UTF-8 file of sentences (one per line) into a float32 .npy [n, D], in input order, atomically.
 
   Args:
@@ -89,6 +90,7 @@ def encode_file(input_file, output_file, encoder, batch_size=64, what="sentence 
     encoder: a SentenceEncoder (with its calibration, if any) or an ExportedEncoder.
     batch_size: int. Sentences per batch.
     what: str, how the vectors were made, for the log line.
+    show_progress_bar: True, False or None (auto), the progress line (utils.progress).
 
   Returns:
     np.float32 [n, D], as written.
@@ -99,7 +101,7 @@ def encode_file(input_file, output_file, encoder, batch_size=64, what="sentence 
   sentences = io_utils.read_lines(input_file)
   with io_utils.atomic_path(output_file) as tmp:  # an unwritable output fails here, before the encoding
     start = time.perf_counter()
-    embeddings = encoder.encode(sentences, batch_size=batch_size)
+    embeddings = encoder.encode(sentences, batch_size=batch_size, show_progress_bar=show_progress_bar)
     seconds = time.perf_counter() - start
     with open(tmp, "wb") as f:
       np.save(f, embeddings)
