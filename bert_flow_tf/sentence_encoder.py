@@ -386,7 +386,7 @@ class SentenceEncoder(st_api.StApi):
       flow = export_lib.Affine(self.calibration.method, *self.calibration.affine())
     paths = export_lib.export_models(self.embedder, flow, export_dir, version=version, overwrite=overwrite)
     if corpus is not None:
-      paths["search"] = export_lib.export_search_model(self.embedder, flow, self.encode(corpus), list(corpus),
+      paths["search"] = export_lib.export_search_model(self.embedder, flow, self._embed(list(corpus)), list(corpus),
                                                        export_dir, version=version, overwrite=overwrite)
     return paths
 
