@@ -25,6 +25,7 @@ import numpy as np
 from bert_flow_tf import loaders
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import fitted_flow
+from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 
 INFO_FILE = "sentence_encoder.json"
@@ -57,8 +58,13 @@ def _read_info(path):
   info_path = os.path.join(path, INFO_FILE)
   if not os.path.isfile(info_path):
     raise FileNotFoundError(f"no {INFO_FILE} in {path}: not a directory written by SentenceEncoder.save")
-  with open(info_path, encoding="utf-8") as f:
-    info = json.load(f)
+  try:
+    with open(info_path, encoding="utf-8") as f:
+      info = json.load(f)
+  except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    raise errors.UserError(f"not a JSON object written by SentenceEncoder.save ({e})", info_path) from e
+  if not isinstance(info, dict):
+    raise errors.UserError("not a JSON object written by SentenceEncoder.save", info_path)
   if info.get("format_version") != FORMAT_VERSION:
     raise ValueError(f"{info_path}: format_version {info.get('format_version')!r}, this version reads "
                      f"{FORMAT_VERSION}")

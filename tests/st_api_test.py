@@ -164,3 +164,13 @@ def test_save_records_prompts_truncate_dim_and_similarity(tiny_dir, tmp_path):
   assert (loaded.prompts, loaded.default_prompt_name, loaded.truncate_dim, loaded.similarity_fn_name) == \
       (PROMPTS, "query", 5, "manhattan")
   np.testing.assert_allclose(loaded.encode(["runs"]), enc.encode(["runs"]), atol=1e-6)
+
+
+def test_a_corrupt_sentence_encoder_json_is_named_in_one_line(enc, tmp_path):
+  saved = enc.save(str(tmp_path / "enc"))
+  info = tmp_path / "enc" / "sentence_encoder.json"
+  for text in ('{"format_version": 1, "model": ', "[1, 2]", "\xff"):
+    info.write_bytes(text.encode("latin-1"))
+    with pytest.raises(ValueError, match=f"^{info}: not a JSON object written by SentenceEncoder.save") as refused:
+      SentenceEncoder.load(saved)
+    assert "\n" not in str(refused.value)
