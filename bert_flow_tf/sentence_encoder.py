@@ -38,18 +38,34 @@ from bert_flow_tf.utils import io_utils
 DEFAULT_POOLING = "last-avg"
 
 
+def _embedder(model, pooling, max_seq_length, load_kwargs):
+  """SentenceEmbedder of a model name, path or loaders.LoadedModel; max_seq_length None: the model's own
+  (max_position_embeddings, else 512)."""
+  if isinstance(model, loaders.LoadedModel):
+    if load_kwargs:
+      raise ValueError(f"load options {sorted(load_kwargs)} given with an already loaded model")
+  else:
+    model = loaders.load_model(model, **load_kwargs)
+  own_length = model.config.max_position_embeddings if model.config else 512
+  return SentenceEmbedder(model, pooling, max_seq_length or own_length)
+
+
 class SentenceEncoder(st_api.StApi, encoder_files.EncoderFiles):
   """Sentences -> (calibrated) vectors with a loaded BERT and a named pooling, answering sentence-transformers'
   calls (`encode`, `similarity`, ...: st_api, docs/api.md).
 
-  Make one with `from_pretrained` or `load`.
+  Make one as sentence-transformers does, `SentenceEncoder("all-MiniLM-L6-v2")`, or with `from_pretrained` (the same
+  arguments) or `load`.
 
   Args:
-    embedder: bert_flow_tf.embedding.embedder.SentenceEmbedder.
+    model: a model name, path or loaders.LoadedModel (see `from_pretrained`), or a
+      bert_flow_tf.embedding.embedder.SentenceEmbedder (its model, pooling and max_seq_length).
     calibration: a calibration.calibrator calibration fitted on this embedder's vectors, or None.
     batch_size: int, sentences per encoding batch unless `encode` is given one.
     cache_dir: str or None, keep the raw vectors on disk there (the embedding store of run_flow.py); None: memory.
-    prompts, default_prompt_name, truncate_dim, similarity_fn_name, normalize: see `from_pretrained`.
+    prompts, default_prompt_name, truncate_dim, similarity_fn_name, pooling, max_seq_length, **load_kwargs: see
+      `from_pretrained`.
+    normalize: bool or None, unit-length vectors out of `encode`; None: whether the model ends with a Normalize.
 
   Attributes:
     embedder: the SentenceEmbedder (model, tokenizer, pooling, max_seq_length).
@@ -58,19 +74,29 @@ class SentenceEncoder(st_api.StApi, encoder_files.EncoderFiles):
     max_seq_length: int, tokens per sentence (read and set; longer ones are cut, with a warning per call).
   """
 
-  def __init__(self, embedder, calibration=None, batch_size=64, cache_dir=None, prompts=None,
-               default_prompt_name=None, truncate_dim=None, similarity_fn_name=None, normalize=False):
-    self.embedder = embedder
+  def __init__(self, model=presets.DEFAULT, calibration=None, batch_size=64, cache_dir=None, prompts=None,
+               default_prompt_name=None, truncate_dim=None, similarity_fn_name=None, normalize=None, pooling=None,
+               max_seq_length=None, **load_kwargs):
+    folder = presets.model_dir(model) if isinstance(model, (str, os.PathLike)) else None
+    st = st_folder.read(folder) if folder is not None and st_folder.is_st_folder(folder) else None
+    if isinstance(model, SentenceEmbedder):
+      if pooling or max_seq_length or load_kwargs:
+        raise ValueError("pooling, max_seq_length and load options are the SentenceEmbedder's own: give a model")
+      self.embedder = model
+    else:
+      self.embedder = _embedder(model, pooling or (st.pooling if st else DEFAULT_POOLING),
+                                max_seq_length or (st and st.max_seq_length), load_kwargs)
     self.batch_size = batch_size
     self.cache_dir = cache_dir
-    self.store = EmbeddingStore(embedder, root=cache_dir, batch_size=batch_size)
-    self.prompts = dict(prompts or {})
+    self.store = EmbeddingStore(self.embedder, root=cache_dir, batch_size=batch_size)
+    self.prompts = dict((st.prompts if st else {}) if prompts is None else prompts)
+    default_prompt_name = default_prompt_name or (st and st.default_prompt_name) or None
     if default_prompt_name is not None and default_prompt_name not in self.prompts:
       raise ValueError(f"default_prompt_name {default_prompt_name!r} is not among the prompts {sorted(self.prompts)}")
     self.default_prompt_name = default_prompt_name
     self.truncate_dim = truncate_dim
-    self.similarity_fn_name = similarity_fn_name
-    self.normalize = bool(normalize)
+    self.similarity_fn_name = similarity_fn_name or (st and st.similarity_fn_name) or None
+    self.normalize = bool(st and st.normalize) if normalize is None else bool(normalize)
     self.calibration = None
     if calibration is not None:
       self._set_calibration(calibration)
@@ -102,21 +128,9 @@ class SentenceEncoder(st_api.StApi, encoder_files.EncoderFiles):
     Returns:
       SentenceEncoder.
     """
-    folder = presets.model_dir(model) if isinstance(model, (str, os.PathLike)) else None
-    st = st_folder.read(folder) if folder is not None and st_folder.is_st_folder(folder) else None
-    if isinstance(model, loaders.LoadedModel):
-      if load_kwargs:
-        raise ValueError(f"load options {sorted(load_kwargs)} given with an already loaded model")
-    else:
-      model = loaders.load_model(model, **load_kwargs)
-    own_length = (st and st.max_seq_length) or (model.config.max_position_embeddings if model.config else 512)
-    embedder = SentenceEmbedder(model, pooling or (st.pooling if st else DEFAULT_POOLING),
-                                max_seq_length or own_length)
-    return cls(embedder, batch_size=batch_size, cache_dir=cache_dir,
-               prompts=st.prompts if prompts is None and st else prompts,
-               default_prompt_name=default_prompt_name or (st.default_prompt_name if st else None),
-               truncate_dim=truncate_dim, similarity_fn_name=similarity_fn_name or (st and st.similarity_fn_name),
-               normalize=bool(st and st.normalize))
+    return cls(model, batch_size=batch_size, cache_dir=cache_dir, prompts=prompts,
+               default_prompt_name=default_prompt_name, truncate_dim=truncate_dim,
+               similarity_fn_name=similarity_fn_name, pooling=pooling, max_seq_length=max_seq_length, **load_kwargs)
 
   @property
   def dim(self):

@@ -79,6 +79,9 @@ def test_a_cls_folder_with_its_bert_in_a_subfolder(tmp_path):
   assert enc.prompts == {"query": "the "} and enc.default_prompt_name == "query"
   plain = SentenceEncoder.from_pretrained(str(tmp_path / "tiny" / "model"), pooling="cls-raw", max_seq_length=12)
   np.testing.assert_allclose(enc.encode("dog"), plain.encode("the dog"), atol=1e-6)
+  as_sentence_transformers = SentenceEncoder(folder, truncate_dim=4)  # SentenceTransformer(name)'s spelling
+  assert (as_sentence_transformers.embedder.pooling.name, as_sentence_transformers.max_seq_length) == ("cls-raw", 12)
+  np.testing.assert_allclose(as_sentence_transformers.encode("dog"), enc.encode("dog")[:4], atol=1e-6)
 
 
 @pytest.mark.parametrize("modules,pooling,message", [
