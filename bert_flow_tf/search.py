@@ -1,5 +1,5 @@
 """Cosine similarity (the project's one numpy cosine: row-wise and as a matrix) and exact top-k search over sentence
-vectors. The methods encoders share are st_api.SearchApi.
+vectors. The methods encoders share are st_api.StApi.
 
 `semantic_search` returns what sentence-transformers' `util.semantic_search` returns: per query, a list of
 {"corpus_id": int, "score": float} by decreasing score; equal scores keep the lower corpus_id first (as

@@ -1,8 +1,8 @@
 """What sentence-transformers users call on a model, over any encoder's vectors (docs/api.md).
 
-`SearchApi` (similarity_fn_name, similarity, similarity_pairwise, semantic_search) needs `encode(list of str)`;
-`StApi` adds `encode` in sentence-transformers' signature, `encode_query` / `encode_document`, prompts,
-`truncate_dim` and `get_sentence_embedding_dimension` over three hooks of the class:
+`StApi` gives a class `encode` in sentence-transformers' signature, `encode_query` / `encode_document`, prompts,
+`truncate_dim`, `get_sentence_embedding_dimension`, `similarity_fn_name`, `similarity`, `similarity_pairwise` and
+`semantic_search`, over three hooks of the class:
 
   _embed(texts, batch_size, show_progress_bar) -> np.float32 [n, D]   the (calibrated) vectors
   _token_outputs(texts, batch_size) -> list of n (inputs dict, float32 [S_i, H])
@@ -61,12 +61,18 @@ def device_scope(device):
   return tf.device(spec)
 
 
-class SearchApi:
-  """`similarity`, `similarity_pairwise` and `semantic_search` for a class with `encode(list of str)`.
+class StApi:
+  """sentence-transformers' calls over the hooks of the module notes.
 
-  similarity_fn_name: "cosine" (default), "dot", "euclidean" or "manhattan" (bert_flow_tf.similarity).
+  Attributes the class may set: prompts (dict name -> str), default_prompt_name (str or None), truncate_dim (int or
+  None), normalize (bool: the model ends with a Normalize), similarity_fn_name ("cosine" (default), "dot",
+  "euclidean" or "manhattan"; bert_flow_tf.similarity).
   """
 
+  prompts = {}
+  default_prompt_name = None
+  truncate_dim = None
+  normalize = False
   _similarity_fn_name = None
 
   @property
@@ -78,7 +84,8 @@ class SearchApi:
     self._similarity_fn_name = None if value is None else similarity_lib.check_name(value)
 
   def vectors_of(self, texts_or_vectors, for_cosine=False):
-    """Sentences (str, list of str, numpy string array) encoded, or vectors [n, D] / [D] -> np.float32 [n, D].
+    """Sentences (str, list of str, numpy string array) encoded as `encode` does, or vectors [n, D] / [D] ->
+    np.float32 [n, D].
 
     for_cosine: the vectors are only scored by cosine, so a model's Normalize step is skipped (it changes no cosine
     and would round the scores differently).
@@ -86,9 +93,9 @@ class SearchApi:
     texts = texts_of(texts_or_vectors)
     if texts is None:
       return np.atleast_2d(np.asarray(texts_or_vectors, np.float32))
-    if for_cosine and hasattr(self, "_embedded"):
-      return self._embedded(texts, model_normalize=False)
-    return self.encode(texts)
+    prompt = self._prompt(None, None)
+    texts = [prompt + text for text in texts] if prompt else texts
+    return self._embedded(texts, truncate_dim=self.truncate_dim, model_normalize=not for_cosine)
 
   def similarity(self, a, b):
     """similarity_fn_name's scores of every a with every b.
@@ -122,18 +129,6 @@ class SearchApi:
     search.check_top_k(top_k)
     return search.semantic_search(self.vectors_of(queries, True), self.vectors_of(corpus, True), top_k=top_k)
 
-
-class StApi(SearchApi):
-  """sentence-transformers' `encode` and its companions over the hooks of the module notes.
-
-  Attributes the class sets: prompts (dict name -> str), default_prompt_name (str or None), truncate_dim (int or
-  None), normalize (bool: the model ends with a Normalize).
-  """
-
-  prompts = {}
-  default_prompt_name = None
-  truncate_dim = None
-  normalize = False
 
   def _prompt(self, prompt_name, prompt):
     """The text to put before each sentence, as sentence-transformers picks it; None for none."""
