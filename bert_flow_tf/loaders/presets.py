@@ -1,9 +1,11 @@
 """Named models that ship inside installed packages (nothing is downloaded at run time).
 
 A preset answers to its name and to its Hugging Face Hub spellings, in any case: "all-minilm-l6-v2",
-"all-MiniLM-L6-v2" and "sentence-transformers/all-MiniLM-L6-v2" are one model.
+"all-MiniLM-L6-v2" and "sentence-transformers/all-MiniLM-L6-v2" are one model. As in sentence-transformers, an
+existing local directory of that name comes first.
 """
 import importlib
+import os
 
 
 def _minilm_dir():
@@ -42,6 +44,7 @@ def preset_name(name_or_dir):
 
 
 def model_dir(name_or_dir):
-  """Returns the directory for a preset name or Hub id, or the argument unchanged when it is not a preset."""
-  name = preset_name(name_or_dir)
+  """Returns the directory for a preset name or Hub id, or the argument unchanged when it is not a preset or is an
+  existing directory."""
+  name = None if isinstance(name_or_dir, str) and os.path.isdir(name_or_dir) else preset_name(name_or_dir)
   return PRESETS[name][2]() if name else name_or_dir

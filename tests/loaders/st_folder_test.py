@@ -17,12 +17,15 @@ FIXTURE = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "minilm_par
 SentenceEncoder = bert_flow_tf.SentenceEncoder
 
 
-def test_every_hub_spelling_of_a_preset_names_it(minilm_dir):
+def test_every_hub_spelling_of_a_preset_names_it(minilm_dir, tmp_path, monkeypatch):
   for name in ("all-minilm-l6-v2", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2",
                "SENTENCE-TRANSFORMERS/ALL-MINILM-L6-V2"):
     assert presets.preset_name(name) == "all-minilm-l6-v2"
     assert presets.model_dir(name) == str(minilm_dir)
   assert presets.preset_name("other/all-MiniLM-L6-v2") is None and presets.model_dir("./x") == "./x"
+  (tmp_path / "all-MiniLM-L6-v2").mkdir()  # a local folder of that name comes first, as in sentence-transformers
+  monkeypatch.chdir(tmp_path)
+  assert presets.model_dir("all-MiniLM-L6-v2") == "all-MiniLM-L6-v2"
 
 
 def test_the_packaged_minilm_folder_reads_as_sentence_transformers_does(minilm_dir):
