@@ -226,10 +226,11 @@ def test_shared_concepts_have_one_name_and_one_default_in_every_script():
   assert (fvs["run_flow"]["encode_batch_sentences"].default == fvs["encode"]["encode_batch_sentences"].default
           == fvs["beam"]["encode_batch_sentences"].default)
   assert "output_dir" in fvs["run_flow"] and "output_dir" in fvs["run_siamese"]
-  # The library and the Python API default to the same pooling, length, model and batch of sentences.
+  # The library and the Python API default to the same model and batch of sentences; the Python API takes the
+  # model's own pooling and length (its sentence-transformers folder: mean pooling, 256), the commands the paper's.
   api_defaults = {k: v.default for k, v in inspect.signature(SentenceEncoder.from_pretrained).parameters.items()}
-  assert api_defaults["pooling"] == fvs["encode"]["pooling"].default
-  assert api_defaults["max_seq_length"] == fvs["encode"]["max_seq_length"].default
+  assert api_defaults["pooling"] is None and api_defaults["max_seq_length"] is None
+  assert fvs["encode"]["pooling"].default == "last-avg" and fvs["encode"]["max_seq_length"].default == 64
   assert api_defaults["model"] == fvs["encode"]["model_dir"].default
   assert api_defaults["batch_size"] == fvs["encode"]["encode_batch_sentences"].default
   assert siamese.SiameseConfig.__dataclass_fields__["sentence_embedding_type"].default == "last-avg"

@@ -1,6 +1,6 @@
 """Embedding a corpus on Apache Beam into the embedding store (optional: pip install "bert-flow-tf[beam]").
 
-  model_handler.py   QuantitiesHandler: RunInference's ModelHandler around our SentenceEmbedder
+  model_handler.py   QuantitiesHandler: RunInference's ModelHandler around our QuantityEncoder
   filesystem.py      Beam's filesystems as the store's filesystem seam (`embedding/store_files.py` owns the layout)
   pipeline.py        EmbedIntoStore: sentence files -> distinct, unstored sentences -> RunInference -> shards
   local_runner.py    the local FnApi runner's options, and `run`: a lost worker process ends the run in one line

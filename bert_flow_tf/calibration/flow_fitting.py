@@ -140,7 +140,7 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
   if train_step is None:
     train_step = lambda row: state(*pairs.batch(row))
   writer = tf.summary.create_file_writer(os.path.join(flow_dir, "tb"))
-  progress = Progress(f"fitting {name}", num_steps, unit="step", min_total=200)
+  progress = Progress(f"fitting {name}", num_steps, unit="step")
   progress.update(int(step))
   losses, start = [], tf.timestamp()
   while int(step) < num_steps:

@@ -13,11 +13,14 @@ ALIASES = {"sentence_embedding_type": "pooling", "batch_size": "encode_batch_sen
 # What an exported model already fixes (excluded with --exported_model).
 FIXED_BY_EXPORT = model_flags.FLAG_NAMES + ("pooling", "max_seq_length", "flow_checkpoint")
 
+# --progress -> encode's show_progress_bar
+PROGRESS = {"auto": None, "on": True, "off": False}
+
 GROUPS = (
     ("Input and output", ("input_file", "output_file")),
     ("Model and pooling", model_flags.FLAG_NAMES + ("max_seq_length", "pooling")),
     ("Calibration", ("flow_checkpoint", "exported_model")),
-    *engine_flags.help_groups("Encoding and devices", ["encode_batch_sentences"]),
+    *engine_flags.help_groups("Encoding and devices", ["encode_batch_sentences", "progress"]),
 )
 
 
@@ -42,5 +45,7 @@ def define_flags(flag_values=flags.FLAGS):
   flags.DEFINE_integer("encode_batch_sentences", model_flags.DEFAULT_ENCODE_BATCH_SENTENCES,
                        "Sentences per BERT encoding batch (speed only; results do not depend on it).",
                        flag_values=fv)
+  flags.DEFINE_enum("progress", "auto", list(PROGRESS), "The progress line on stderr (rate, ETA): auto (once "
+                    "encoding has run 5 s), on or off.", flag_values=fv)
   aliases.define_aliases(ALIASES, fv)
   flags.mark_flags_as_required(["input_file", "output_file"], flag_values=fv)
