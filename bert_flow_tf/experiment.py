@@ -30,6 +30,7 @@ from bert_flow_tf.calibration import fitted_flow
 from bert_flow_tf.calibration import flow_fitting
 from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.calibration import store_stream
+from bert_flow_tf.embedding import settings
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.evaluation import isotropy as isotropy_lib
@@ -84,11 +85,11 @@ class ExperimentSpec:
   sentence_embedding_type: str
   data_dir: str
   output_dir: str
-  max_seq_length: int = 64
+  max_seq_length: int = settings.MAX_SEQ_LENGTH
   eval_tasks: tuple = ("sts-b",)
   fit_on: tuple = ("target",)
   target_fit: flow_fitting.FlowFitConfig = flow_fitting.FlowFitConfig()
-  nli_fit: flow_fitting.FlowFitConfig = flow_fitting.FlowFitConfig(learning_rate=2e-5, num_train_epochs=0.15)
+  nli_fit: flow_fitting.FlowFitConfig = flow_fitting.NLI_FIT
   flow_mode: str = "cached"
   use_full_for_training: bool = True
   one_pass_full: bool = False
@@ -96,7 +97,7 @@ class ExperimentSpec:
   lexical_analysis: bool = False
   analysis: bool = False
   cache_dir: object = None
-  batch_size: int = 64
+  batch_size: int = settings.BATCH_SENTENCES
   strategy: object = None
   static_shapes: bool = False
   use_xla: bool = False

@@ -17,6 +17,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_flow_tf.embedding import pipeline
+from bert_flow_tf.embedding import settings
 from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.modeling.bert_encoder import BertEncoder
@@ -42,12 +43,11 @@ class SentenceEmbedder(tf.Module):
       is then not read again), or None to make one.
   """
 
-  def __init__(self, model, sentence_embedding_type="last-avg", max_seq_length=64, strategy=None,
-               static_shapes=False, use_xla=False, tokenizer=None):
+  def __init__(self, model, sentence_embedding_type=settings.POOLING, max_seq_length=settings.MAX_SEQ_LENGTH,
+               strategy=None, static_shapes=False, use_xla=False, tokenizer=None):
     super().__init__()
-    if model.config is not None and max_seq_length > model.config.max_position_embeddings:
-      raise ValueError(f"max_seq_length {max_seq_length} > the model's max_position_embeddings "
-                       f"{model.config.max_position_embeddings}")
+    settings.check_max_seq_length("max_seq_length", max_seq_length,
+                                  model.config.max_position_embeddings if model.config is not None else None)
     self.loaded = model
     self.encoder = model.encoder
     self.pooling = pooling_lib.resolve(sentence_embedding_type, model.num_layers)

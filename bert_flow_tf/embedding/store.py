@@ -37,7 +37,9 @@ import zlib
 import numpy as np
 from absl import logging
 
+from bert_flow_tf.embedding import settings
 from bert_flow_tf.modeling import pooling as pooling_lib
+from bert_flow_tf.utils import checks
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf.utils.progress import Progress
 
@@ -246,10 +248,10 @@ class EmbeddingStore:
     shard_size: int, newly encoded sentences per shard (and per resumable unit of work).
   """
 
-  def __init__(self, embedder, root=None, batch_size=64, shard_size=DEFAULT_SHARD_SIZE):
+  def __init__(self, embedder, root=None, batch_size=settings.BATCH_SENTENCES, shard_size=DEFAULT_SHARD_SIZE):
     self.embedder = embedder
-    self.batch_size = batch_size
-    self.shard_size = shard_size
+    self.batch_size = settings.check_batch_sentences("batch_size", batch_size)
+    self.shard_size = checks.positive_int("shard_size", shard_size)
     self.width = embedder.loaded.hidden_size
     self.folder = None
     if root:
