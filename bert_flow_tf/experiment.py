@@ -80,6 +80,8 @@ class ExperimentSpec:
     strategy: tf.distribute.Strategy or None (the default) for embedding and for faithful-mode flow fits;
       static_shapes, use_xla: bool (see SentenceEmbedder, FaithfulPairs). Cached-mode flows and baselines fit on
       the default device.
+    show_progress_bar: bool or None, the progress lines of encoding and flow fits: None for long jobs, True
+      always, False never.
   """
   model: object
   sentence_embedding_type: str
@@ -103,6 +105,7 @@ class ExperimentSpec:
   use_xla: bool = False
   custom: object = None
   fit_from_store: bool = False
+  show_progress_bar: object = None
 
   def __post_init__(self):
     if not self.eval_tasks and self.custom is None:
@@ -199,7 +202,8 @@ class Experiment:
   def _embed_pairs(self, pairs):
     """(a [N, D], b [N, D]) for a PairSet, from the store."""
     with self.timer.stage("embed"):
-      vectors = self.store.vectors([*pairs.sentences_a, *pairs.sentences_b], self.embedder.pooling)
+      vectors = self.store.vectors([*pairs.sentences_a, *pairs.sentences_b], self.embedder.pooling,
+                                   self.spec.show_progress_bar)
     return vectors[:len(pairs)], vectors[len(pairs):]
 
   def _pairs_vectors(self, pairsets):
@@ -261,7 +265,7 @@ class Experiment:
                                          [s for p in pairsets for s in p.sentences_b])
     with self.timer.stage(f"fit flow ({fit_on})"):
       flow, summary = flow_fitting.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{dataset}",
-                                            provenance=provenance)
+                                            provenance=provenance, show_progress_bar=self.spec.show_progress_bar)
     return calibrator.FlowCalibration(flow, fit_config, summary)
 
   def _stored_fit_set(self, pairsets):
@@ -440,7 +444,8 @@ def run_experiments(specs):
   names = sorted({q for e in experiments for q in pooling_lib.quantities(e.embedder.pooling)})
   with first.timer.stage("embed"):
     pairsets = list({id(p): p for e in experiments for p in e.pairsets()}.values())  # own data shared: once
-    first.store.ensure([s for p in pairsets for s in (*p.sentences_a, *p.sentences_b)], names)
+    first.store.ensure([s for p in pairsets for s in (*p.sentences_a, *p.sentences_b)], names,
+                       first.spec.show_progress_bar)
   runs = []
   for e in experiments:
     record = e.run()

@@ -142,8 +142,8 @@ class SentenceEncoder(search.SearchMixin):
       sentences: str, or a list (any iterable) of str.
       batch_size: int or None (the object's), sentences per BERT batch.
       normalize_embeddings: bool, scale each vector to unit L2 norm (after the calibration).
-      show_progress_bar: bool or None. None or True: a progress line on stderr when at least 2,000 new
-        sentences are encoded (utils.progress's threshold; shorter runs take seconds); False: never.
+      show_progress_bar: bool or None. None: a progress line on stderr when at least 2,000 new sentences are
+        encoded (shorter runs take seconds); True: always; False: never.
 
     Returns:
       np.float32 [D] for a str, [n, D] for a list.
@@ -162,7 +162,7 @@ class SentenceEncoder(search.SearchMixin):
       if not isinstance(sentence, str):
         raise ValueError(f"sentences must be str; item {i} is {type(sentence).__name__}: {sentence!r}")
     self.store.batch_size = batch_size or self.batch_size
-    return self.store.vectors(sentences, self.embedder.pooling, show_progress_bar is not False)
+    return self.store.vectors(sentences, self.embedder.pooling, show_progress_bar)
 
   def fit(self, sentences, method="flow", flow_config=None, learning_rate=None, num_train_epochs=None,
           batch_size=None, seed=None, init=None, from_store=False):

@@ -130,7 +130,7 @@ def _train_state(pairs, glow_config, fit):
   return _REUSABLE_STEPS[key]
 
 
-def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
+def fit_flow(pairs, config, flow_dir, name="flow", provenance=None, show_progress_bar=None):
   """Fits a Glow on `pairs`, checkpointing into `flow_dir`; resumes from the latest checkpoint there.
 
   Args:
@@ -140,6 +140,7 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
     name: str, a label for logs and progress.
     provenance: dict or None, what the vectors are (model, pooling, max_seq_length), kept in flow.json so that
       users of the flow can check they feed it the same kind of vectors.
+    show_progress_bar: None (a progress line for fits of 200 steps or more), True (always) or False (never).
 
   Returns:
     (Glow, dict) — the fitted flow (a Glow of its own, not shared with later fits) and a summary: steps,
@@ -172,7 +173,7 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
   if train_step is None:
     train_step = lambda row: state(*pairs.batch(row))
   writer = tf.summary.create_file_writer(os.path.join(flow_dir, "tb"))
-  progress = Progress(f"fitting {name}", num_steps, unit="step", min_total=200)
+  progress = Progress(f"fitting {name}", num_steps, unit="step", min_total=200, forced=show_progress_bar)
   progress.update(int(step))
   losses, start = [], tf.timestamp()
   while int(step) < num_steps:

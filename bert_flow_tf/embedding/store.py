@@ -269,13 +269,13 @@ class EmbeddingStore:
       self._shards[name] = _Shards(folder, self.width)
     return self._shards[name]
 
-  def get(self, sentences, names, show_progress=True):
+  def get(self, sentences, names, show_progress=None):
     """The quantities `names` of each sentence, in input order; encodes only what is not stored yet.
 
     Args:
       sentences: list of str (duplicates welcome: each distinct sentence is looked up and encoded once).
       names: iterable of quantity names (`pooling.quantities`).
-      show_progress: bool, a progress line while encoding.
+      show_progress: None (a progress line when many sentences are encoded), True (always) or False (never).
 
     Returns:
       dict name -> np.float32 [n, H].
@@ -283,7 +283,7 @@ class EmbeddingStore:
     names, unique, inverse = self._stored(sentences, names, show_progress)
     return {name: self._quantity(name).get(unique)[inverse.reshape(-1)] for name in names}
 
-  def ensure(self, sentences, names, show_progress=True):
+  def ensure(self, sentences, names, show_progress=None):
     """Makes sure the quantities `names` of each sentence are stored, as `get` but returning nothing: with a
     folder, memory holds the keys and one shard being encoded, not the vectors."""
     self._stored(sentences, names, show_progress)
@@ -302,7 +302,7 @@ class EmbeddingStore:
 
   def _encode(self, sentences, keys, names, show_progress):
     logging.info("encoding %d new sentences (%s)", len(sentences), ", ".join(names))
-    progress = Progress("encoding", len(sentences)) if show_progress else None
+    progress = None if show_progress is False else Progress("encoding", len(sentences), forced=show_progress)
     for start in range(0, len(sentences), self.shard_size):
       self._encode_shard(sentences[start:start + self.shard_size], keys[start:start + self.shard_size], names,
                          progress)
@@ -314,6 +314,6 @@ class EmbeddingStore:
       self._quantity(name).add(keys, values[name])
     self.encoded += len(sentences)
 
-  def vectors(self, sentences, pooling, show_progress=True):
+  def vectors(self, sentences, pooling, show_progress=None):
     """Sentence vectors for a Pooling: np.float32 [n, D], derived from the stored quantities."""
     return pooling_lib.combine(pooling, self.get(sentences, pooling_lib.quantities(pooling), show_progress))

@@ -11,12 +11,13 @@ class Progress:
     total: int, units of work.
     unit: str, the unit's name for the rate ("sent", "step").
     min_total: int, smaller jobs stay silent.
+    forced: None (as min_total says), True (always report) or False (never): a caller's show_progress_bar.
   """
 
-  def __init__(self, label, total, unit="sent", min_total=2000, stream=None):
+  def __init__(self, label, total, unit="sent", min_total=2000, stream=None, forced=None):
     self.label, self.total, self.unit = label, total, unit
     self.stream = stream or sys.stderr
-    self.enabled = total >= min_total
+    self.enabled = total >= min_total if forced is None else bool(forced)
     self.tty = self.enabled and hasattr(self.stream, "isatty") and self.stream.isatty()
     self.start = time.perf_counter()
     self.done = 0
