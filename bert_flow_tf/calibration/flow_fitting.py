@@ -96,11 +96,12 @@ NLI_FIT = FlowFitConfig(learning_rate=2e-5, num_train_epochs=0.15)  # the paper'
 
 
 def load_glow_config(name, value):
-  """glow.GlowConfig.load(value), its errors (missing, not JSON, unknown fields) as one ValueError naming `name`."""
+  """glow.GlowConfig.load(value), its errors (missing, not JSON, unknown fields) as one ValueError naming `name`
+  (a check of utils/checks.py's kind: name None leaves the name out)."""
   try:
     return glow.GlowConfig.load(value)
   except (OSError, ValueError) as e:
-    raise ValueError(f"{name} {value!r} is not a Glow config: {e}") from e
+    raise ValueError(f"{name + ' ' if name else ''}{value!r} is not a Glow config: {e}") from e
 
 
 class FlowDivergedError(FloatingPointError):

@@ -3,22 +3,33 @@
   run_flow_flags.define_flags()     # at the script's top; then one_line_errors.run(main, help_groups=GROUPS)
 
 Names follow docs/flags.md: one name per concept across run_flow.py, run_siamese.py and encode; the original
-BERT-flow's names are aliases (ALIASES).
+BERT-flow's names are aliases (ALIASES). The flow's fit settings are FlowFitConfig's fields (config_flags), and
+every value is checked as it is parsed, by the library's own checks; `check_combinations` checks what two flags
+or the filesystem decide, before any work.
 """
 import os
 
 from absl import flags
 
-import glow
 from bert_flow_tf import data
 from bert_flow_tf.calibration import baselines
+from bert_flow_tf.calibration import flow_fitting
 from bert_flow_tf.cli import aliases
+from bert_flow_tf.cli import config_flags
 from bert_flow_tf.cli import engine_flags
 from bert_flow_tf.cli import model_flags
+from bert_flow_tf.reporting import scores
+from bert_flow_tf.utils import checks
 
 # alias -> canonical flag
 ALIASES = {"sentence_embedding_type": "pooling", "predict_batch_size": "encode_batch_sentences",
            "train_batch_size": "flow_batch_pairs", "cached_dir": "cache_dir"}
+# FlowFitConfig field -> its flag (the target setting's); weight_decay_rate and log_every_steps keep their defaults.
+FIT_FLAGS = {"flow_model_config": "flow_model_config", "init": "flow_init", "learning_rate": "flow_learning_rate",
+             "num_train_epochs": "num_train_epochs", "batch_size": "flow_batch_pairs", "seed": "seed",
+             "save_checkpoints_steps": "save_checkpoints_steps"}
+# The NLI setting's own flags (flow_fitting.NLI_FIT's values); its other settings are the target's flags.
+NLI_FIT_FLAGS = {"learning_rate": "nli_flow_learning_rate", "num_train_epochs": "nli_num_train_epochs"}
 
 GROUPS = (
     ("Model and pooling", model_flags.FLAG_NAMES + ("max_seq_length", "pooling")),
@@ -28,32 +39,35 @@ GROUPS = (
               "num_train_epochs", "nli_flow_learning_rate", "nli_num_train_epochs", "flow_batch_pairs",
               "use_full_for_training", "one_pass_full", "seed", "save_checkpoints_steps")),
     ("Outputs", ("output_dir", "output_parent_dir", "exp_name", "exp_name_prefix", "cache_dir", "export_dir",
-                 "export_flow")),
+                 "export_flow", "progress")),
     *engine_flags.help_groups("Encoding and devices", ["encode_batch_sentences"]),
 )
+# What --help shows (--helpfull: every flag): the flags of the README's commands.
+KEY_FLAGS = ("model_dir", "max_seq_length", "pooling", "task_name", "data_dir", "eval_tasks", "train_file",
+             "eval_file", "baselines", "flow", "fit_on", "flow_mode", "flow_learning_rate", "num_train_epochs",
+             "flow_batch_pairs", "seed", "output_dir", "cache_dir", "export_dir", "progress",
+             "encode_batch_sentences", "tpu", "num_gpus")
 
 
 def define_flags(flag_values=flags.FLAGS):
-  """Defines every flag of run_flow.py (GROUPS) and its ALIASES in `flag_values`."""
+  """Defines every flag of run_flow.py (GROUPS) and its ALIASES in `flag_values`, each checked while parsed."""
   fv = flag_values
   model_flags.define_model_flags(fv)
   engine_flags.define_engine_flags(fv)
   model_flags.define_max_seq_length(fv)
-  flags.DEFINE_list("pooling", [model_flags.DEFAULT_POOLING],
-                    "Pooling, or a comma-separated list computed in one BERT pass (each pooling's outputs then go "
-                    "to <output_dir>/<pooling>/): last-avg, last2avg, first-last-avg, emb-avg, emb-last-avg, cls, "
-                    "cls-raw, or the original's avg (= last-avg), avg-last-N (blocks 1 and L..: avg-last-2 = "
-                    "first-last-avg), avg-last-last-N, avg-last-concat-N. See bert_flow_tf/modeling/pooling.py.",
-                    flag_values=fv)
+  model_flags.define_pooling(fv, several=True)
   # Data and evaluation.
   flags.DEFINE_string("task_name", "sts-b", f"Target task (one of {', '.join(data.EVAL_TASKS)}); evaluated by "
                       "default.", flag_values=fv)
+  config_flags.check_flag(fv, "task_name", checks.one_of(data.EVAL_TASKS))
   flags.DEFINE_string("data_dir", "data", "Folder with stsbenchmark/, SICK/, STS/, SNLI/, QNLI/ (README: Data).",
                       flag_values=fv)
   flags.DEFINE_list("eval_tasks", None, f"Tasks to evaluate; unset: the --task_name (none with --train_file or "
                     f"--eval_file); 'all' = {','.join(data.EVAL_TASKS)}.", flag_values=fv)
+  config_flags.check_flag(fv, "eval_tasks", checks.each(checks.one_of(data.EVAL_TASKS + ("all",))))
   flags.DEFINE_list("baselines", [], f"Calibrations fitted on the target sentences: {baselines.FORMS}.",
                     flag_values=fv)
+  config_flags.check_flag(fv, "baselines", checks.each(lambda _, name: baselines.check_name(name)))
   flags.DEFINE_bool("lexical_analysis", False, "Table 6: similarity vs edit distance on STS-B dev.", flag_values=fv)
   flags.DEFINE_bool("analysis", False, "Also the paper's Table 1 (word-embedding matrix), Figure 2 (with Table 6), "
                     "isotropy plots and TensorBoard projector files, into the output folder "
@@ -67,34 +81,31 @@ def define_flags(flag_values=flags.FLAGS):
   flags.DEFINE_string("eval_file", None, "Own scored pairs, sentence1<TAB>sentence2<TAB>score (optional header): "
                       "the 'custom' column of the results; without --train_file the flow is fitted on them.",
                       flag_values=fv)
-  # Flow.
+  # Flow: the switches, then the fit settings, FlowFitConfig's fields.
   flags.DEFINE_bool("flow", True, "Fit and evaluate the flow.", flag_values=fv)
   flags.DEFINE_list("fit_on", ["target"], "Where the flow is fitted: target (the task's own sentences), nli.",
                     flag_values=fv)
-  flags.DEFINE_enum("flow_mode", "cached", ["cached", "faithful"],
+  config_flags.check_flag(fv, "fit_on", checks.each(checks.one_of(scores.FIT_ON)))
+  flags.DEFINE_enum("flow_mode", "cached", flow_fitting.MODES,
                     "cached: vectors computed once without dropout; faithful: BERT with dropout, recomputed "
                     "every step, as the original.", flag_values=fv)
   flags.DEFINE_bool("fit_from_store", False, "Fit the flow (and whitening baselines) on --train_file's sentences by "
                     "reading the embedding store (--cache_dir) block by block: memory that does not grow with the "
                     "file (docs/beam.md). Each distinct sentence once, paired with the next row of its store shard.",
                     flag_values=fv)
-  flags.DEFINE_string("flow_model_config", glow.DEFAULT_CONFIG, "Glow config name or JSON path (original "
-                      "default).", flag_values=fv)
-  flags.DEFINE_enum("flow_init", "original", ["original", "ddi"], "ActNorm init: the original's or "
-                    "data-dependent.", flag_values=fv)
-  flags.DEFINE_float("flow_learning_rate", 1e-3, "Target setting learning rate (constant).", flag_values=fv)
-  flags.DEFINE_float("num_train_epochs", 1.0, "Target setting epochs.", flag_values=fv)
-  flags.DEFINE_float("nli_flow_learning_rate", 2e-5, "NLI setting learning rate.", flag_values=fv)
-  flags.DEFINE_float("nli_num_train_epochs", 0.15, "NLI setting epochs.", flag_values=fv)
-  flags.DEFINE_integer("flow_batch_pairs", 32, "Sentence pairs per flow step (the original's pair loss: 2x as "
-                       "many vectors).", flag_values=fv)
+  config_flags.define_config_flags(flow_fitting.FlowFitConfig, only=tuple(FIT_FLAGS), names=FIT_FLAGS,
+                                   flag_values=fv)
+  config_flags.check_flag(fv, "flow_model_config", flow_fitting.load_glow_config)
+  config_flags.define_config_flags(flow_fitting.FlowFitConfig, only=tuple(NLI_FIT_FLAGS), names=NLI_FIT_FLAGS,
+                                   defaults={f: getattr(flow_fitting.NLI_FIT, f) for f in NLI_FIT_FLAGS},
+                                   flag_values=fv)
+  for flag in NLI_FIT_FLAGS.values():
+    fv[flag].help = "NLI setting (--fit_on=nli): " + fv[flag].help
   flags.DEFINE_bool("use_full_for_training", True, "Target sentences from train+dev+test (else train only).",
                     flag_values=fv)
   flags.DEFINE_bool("one_pass_full", False, "With use_full_for_training, take each distinct split once (STS12-16 "
                     "list the same file as train, dev and test; the original saw each pair 3 times).",
                     flag_values=fv)
-  flags.DEFINE_integer("seed", 1234, "Seeds the flow init and the batch order.", flag_values=fv)
-  flags.DEFINE_integer("save_checkpoints_steps", 100, "Flow checkpoint period.", flag_values=fv)
   # Outputs.
   flags.DEFINE_string("output_dir", None, "The output folder (results.json, flows/, ...); unset: "
                       "<output_parent_dir>/<exp_name>. When given, those two are ignored (so it overrides a "
@@ -113,9 +124,8 @@ def define_flags(flag_values=flags.FLAGS):
                     "original BERT-flow checkpoint (--init_checkpoint, its bert/flow/... variables; config read "
                     "from them unless --flow_model_config is given), exported unchanged (use with --flow=false).",
                     flag_values=fv)
-  flags.DEFINE_integer("encode_batch_sentences", model_flags.DEFAULT_ENCODE_BATCH_SENTENCES,
-                       "Sentences per BERT encoding batch (speed only; results do not depend on it).",
-                       flag_values=fv)
+  engine_flags.define_progress(fv)
+  model_flags.define_encode_batch_sentences(fv)
   aliases.define_aliases(ALIASES, fv)
 
 

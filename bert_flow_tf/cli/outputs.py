@@ -1,0 +1,30 @@
+"""Output folders checked before any work: a run that cannot write its results ends before the first sentence is
+embedded, not after the embedding and the fit.
+
+  outputs.check_writable(FLAGS.export_dir, "--export_dir")    # in main, before the model is loaded
+"""
+import errno
+import os
+import tempfile
+
+
+def check_writable(path, what):
+  """Raises OSError (filename `path`, the message naming `what`) unless `path` is, or can be made as, a folder that
+  files can be written in.
+
+  Probes the nearest existing folder on `path` with a temporary folder removed at once; creates nothing else.
+
+  Args:
+    path: str, the output folder (it may not exist yet).
+    what: str, how the user named it, e.g. "--export_dir" or "the output folder".
+  """
+  target = os.path.abspath(path)
+  existing = target
+  while not os.path.lexists(existing):
+    existing = os.path.dirname(existing)
+  if not os.path.isdir(existing):
+    raise OSError(errno.ENOTDIR, f"{what} cannot be made: {existing} is not a folder", path)
+  try:
+    os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=existing))
+  except OSError as e:
+    raise OSError(e.errno, f"{what} cannot be written: {e.strerror} in {existing}", path) from e
