@@ -30,9 +30,10 @@ from bert_flow_tf.cli import encode_flags
 from bert_flow_tf.cli import engine_flags
 from bert_flow_tf.cli import model_flags
 from bert_flow_tf.cli import one_line_errors
+from bert_flow_tf.cli import outputs
+from bert_flow_tf.embedding import settings
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
-from bert_flow_tf.modeling import pooling
 from bert_flow_tf.serving import export
 from bert_flow_tf.utils import distribute
 from bert_flow_tf.utils import io_utils
@@ -52,14 +53,12 @@ def main(argv):
     if clashes:
       raise app.UsageError(f"--exported_model cannot be combined with {', '.join(clashes)}: the exported model "
                            "already fixes the model, pooling, max_seq_length and flow")
-  else:
-    try:
-      pooling.check_name(FLAGS.pooling)
-    except ValueError as e:
-      raise app.UsageError(f"--{aliases.given_name(FLAGS, 'pooling')}: {e}") from e
+  outputs.check_writable(os.path.dirname(FLAGS.output_file) or ".", "the --output_file folder")
+  if not FLAGS.exported_model:
     strategy = engine_flags.strategy_from_flags()
     with distribute.variable_scope(strategy):
       model = model_flags.load_model_from_flags(FLAGS)
+    model_flags.check_max_seq_length(FLAGS, model)
     embedder = SentenceEmbedder(model, FLAGS.pooling, FLAGS.max_seq_length, strategy=strategy,
                                 static_shapes=engine_flags.static_shapes_from_flags(strategy),
                                 use_xla=FLAGS.use_xla)
@@ -70,10 +69,12 @@ def main(argv):
       except ValueError as e:
         raise app.UsageError(f"--flow_checkpoint={FLAGS.flow_checkpoint} does not fit: {e}") from e
   encode_file(FLAGS.input_file, FLAGS.output_file, embedder=embedder, flow_dir=FLAGS.flow_checkpoint,
-              exported_model=FLAGS.exported_model, batch_size=FLAGS.encode_batch_sentences)
+              exported_model=FLAGS.exported_model, batch_size=FLAGS.encode_batch_sentences,
+              show_progress_bar=FLAGS.progress)
 
 
-def encode_file(input_file, output_file, embedder=None, flow_dir=None, exported_model=None, batch_size=64):
+def encode_file(input_file, output_file, embedder=None, flow_dir=None, exported_model=None,
+                batch_size=settings.BATCH_SENTENCES, show_progress_bar=None):
   """Encodes a UTF-8 file of sentences (one per line) into a float32 .npy [n, D], in input order, atomically.
 
   Args:
@@ -85,6 +86,7 @@ def encode_file(input_file, output_file, embedder=None, flow_dir=None, exported_
     exported_model: str or None. A text SavedModel (<export_dir>/text/<version>) to encode through instead of
       `embedder`; it already fixes the model, pooling, max_seq_length and flow.
     batch_size: int. Sentences per batch.
+    show_progress_bar: bool or None, the encoding's progress line: None for long inputs, True always, False never.
 
   Returns:
     np.float32 [n, D], as written.
@@ -108,7 +110,7 @@ def encode_file(input_file, output_file, embedder=None, flow_dir=None, exported_
       flow = fitted_flow.load(flow_dir) if flow_dir is not None else None
       # An in-memory store: each distinct line is encoded once.
       store = EmbeddingStore(embedder, root=None, batch_size=batch_size)
-      embeddings = store.vectors(sentences, embedder.pooling)
+      embeddings = store.vectors(sentences, embedder.pooling, show_progress_bar)
       what = embedder.pooling.describe()
       if flow is not None:
         embeddings = glow.transform(flow, embeddings)

@@ -62,8 +62,8 @@ def define_engine_flags(flag_values=FLAGS):
 
 def define_progress(flag_values=FLAGS):
   """Defines --[no]progress: the progress lines forced on or off (a show_progress_bar of True, False or None)."""
-  flags.DEFINE_bool("progress", None, "--progress: always show the progress lines (encoding, flow fits, with rate "
-                    "and ETA); --noprogress: never; unset: for long jobs only.", flag_values=flag_values)
+  flags.DEFINE_bool("progress", None, "--progress: always show the progress lines (encoding, flow fits); "
+                    "--noprogress: never; unset: for long jobs only.", flag_values=flag_values)
 
 
 def tpu_from_flags(flag_values=FLAGS):

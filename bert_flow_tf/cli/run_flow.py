@@ -154,7 +154,7 @@ def _export(experiment):
 
 def run():
   """The `bert-flow-run` command (`python run_flow.py` in a clone): flags in, one-line errors out."""
-  one_line_errors.run(main, help_groups=run_flow_flags.GROUPS, doc=__doc__)
+  one_line_errors.run(main, help_groups=run_flow_flags.GROUPS, doc=__doc__, key_flags=run_flow_flags.KEY_FLAGS)
 
 
 if __name__ == "__main__":
