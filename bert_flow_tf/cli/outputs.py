@@ -9,8 +9,8 @@ import tempfile
 
 
 def check_writable(path, what):
-  """Raises OSError (filename `path`, the message naming `what`) unless `path` is, or can be made as, a folder that
-  files can be written in.
+  """Raises OSError (its message naming `what`, its filename the folder at fault) unless `path` is, or can be made
+  as, a folder that files can be written in.
 
   Probes the nearest existing folder on `path` with a temporary folder removed at once; creates nothing else.
 
@@ -18,13 +18,12 @@ def check_writable(path, what):
     path: str, the output folder (it may not exist yet).
     what: str, how the user named it, e.g. "--export_dir" or "the output folder".
   """
-  target = os.path.abspath(path)
-  existing = target
+  existing = first_missing = os.path.abspath(path)
   while not os.path.lexists(existing):
-    existing = os.path.dirname(existing)
+    first_missing, existing = existing, os.path.dirname(existing)
   if not os.path.isdir(existing):
-    raise OSError(errno.ENOTDIR, f"{what} cannot be made: {existing} is not a folder", path)
+    raise OSError(errno.ENOTDIR, f"{what} cannot be made here: not a folder", existing)
   try:
     os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=existing))
   except OSError as e:
-    raise OSError(e.errno, f"{what} cannot be written: {e.strerror} in {existing}", path) from e
+    raise OSError(e.errno, f"{what} cannot be written: {e.strerror}", first_missing) from e

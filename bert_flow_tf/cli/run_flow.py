@@ -106,14 +106,15 @@ def main(argv):
   strategy = engine_flags.strategy_from_flags()  # before any output: a missing device ends the run here
   output_dir = run_flow_flags.output_dir_from_flags(FLAGS, _exp_name)
   cache_dir = run_flow_flags.cache_dir_from_flags(FLAGS, output_dir)
-  for folder, what in ((FLAGS.export_dir, "--export_dir"), (cache_dir, "the embedding cache (--cache_dir)")):
+  for folder, what in ((output_dir, "the output folder"), (FLAGS.export_dir, "--export_dir"),
+                       (cache_dir, "the embedding cache (--cache_dir)")):
     if folder:
       outputs.check_writable(folder, what)
-  os.makedirs(output_dir, exist_ok=True)
-  io_utils.write_text(os.path.join(output_dir, "flags.txt"), FLAGS.flags_into_string())
   with distribute.variable_scope(strategy):
     model = model_flags.load_model_from_flags(FLAGS)
   model_flags.check_max_seq_length(FLAGS, model)
+  os.makedirs(output_dir, exist_ok=True)  # the first output, once every setting has been checked
+  io_utils.write_text(os.path.join(output_dir, "flags.txt"), FLAGS.flags_into_string())
   poolings = FLAGS.pooling
   specs = [ExperimentSpec(
       model=model, sentence_embedding_type=name, data_dir=FLAGS.data_dir,
