@@ -3,10 +3,12 @@
   run_flow_flags.define_flags()     # at the script's top; then one_line_errors.run(main, help_groups=GROUPS)
 
 Names follow docs/flags.md: one name per concept across run_flow.py, run_siamese.py and encode; the original
-BERT-flow's names are aliases (ALIASES). The flow's fit settings are FlowFitConfig's fields (config_flags), and
-every value is checked as it is parsed, by the library's own checks; `check_combinations` checks what two flags
-or the filesystem decide, before any work.
+BERT-flow's names are aliases (ALIASES). As every command's, the flags are a config dataclass's fields
+(`config_flags`): RunFlowOptions' and the flow's FlowFitConfig's, beside the shared model and engine flags; each
+value is checked as it is parsed, by the library's own check. run_flow.py's main checks what two flags or the
+filesystem decide, before any work.
 """
+import dataclasses
 import os
 
 from absl import flags
@@ -49,50 +51,98 @@ KEY_FLAGS = ("model_dir", "max_seq_length", "pooling", "task_name", "data_dir", 
              "encode_batch_sentences", "tpu", "num_gpus")
 
 
+_EVAL_TASK_OR_ALL = checks.one_of(data.EVAL_TASKS + ("all",))
+_BASELINE = lambda _, name: baselines.check_name(name)  # pylint: disable=unnecessary-lambda-assignment
+
+
+def _checked(check, default=None):
+  return dataclasses.field(default=default, metadata=checks.checked(check))
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFlowOptions:
+  """What run_flow.py does besides the model, the embedding, the devices and the fit settings: one flag per field
+  (the checks in the fields' metadata run while the flags are parsed).
+
+  Attributes:
+    task_name: Target task (one of sts-b, sick-r, sts-12..sts-16, qnli); evaluated by default.
+    data_dir: Folder with stsbenchmark/, SICK/, STS/, SNLI/, QNLI/ (README: Data).
+    eval_tasks: Tasks to evaluate; unset: the --task_name (none with --train_file or --eval_file); 'all' = every
+      one of --task_name's.
+    baselines: Calibrations fitted on the target sentences: whitening, whitening-K, sn, natsv-K, sn+natsv-K (K a
+      positive integer).
+    lexical_analysis: Table 6: similarity vs edit distance on STS-B dev.
+    analysis: Also the paper's Table 1 (word-embedding matrix), Figure 2 (with Table 6), isotropy plots and
+      TensorBoard projector files, into the output folder (bert_flow_tf/analysis/).
+    train_file: Own sentences to fit the flow and baselines on: one per line, or a TSV of pairs (see
+      --train_format; README: Your own sentences). Benchmarks then run only if --eval_tasks names them.
+    train_format: --train_file layout: lines, pairs (sentence1<TAB>sentence2[<TAB>score]), or auto (pairs if its
+      first line holds a tab).
+    eval_file: Own scored pairs, sentence1<TAB>sentence2<TAB>score (optional header): the 'custom' column of the
+      results; without --train_file the flow is fitted on them.
+    flow: Fit and evaluate the flow.
+    fit_on: Where the flow is fitted: target (the task's own sentences), nli.
+    flow_mode: cached: vectors computed once without dropout; faithful: BERT with dropout, recomputed every step,
+      as the original.
+    fit_from_store: Fit the flow (and whitening baselines) on --train_file's sentences by reading the embedding
+      store (--cache_dir) block by block: memory that does not grow with the file (docs/beam.md). Each distinct
+      sentence once, paired with the next row of its store shard.
+    use_full_for_training: Target sentences from train+dev+test (else train only).
+    one_pass_full: With use_full_for_training, take each distinct split once (STS12-16 list the same file as
+      train, dev and test; the original saw each pair 3 times).
+    output_dir: The output folder (results.json, flows/, ...); unset: <output_parent_dir>/<exp_name>. When given,
+      those two are ignored (so it overrides a flagfile's).
+    output_parent_dir: The original's way to name the output folder: its parent (with --exp_name), when
+      --output_dir is unset.
+    exp_name: The output folder's name under --output_parent_dir; unset:
+      <exp_name_prefix>_<task>_<model>_<pooling>_<flow>.
+    exp_name_prefix: Prefix of the built --exp_name.
+    cache_dir: Embedding cache (the embedding store); unset: a cache/ folder beside the output folder (exp/cache by
+      default); '' keeps it in memory.
+    export_dir: Write the servable SavedModels here (text/1 and ids/1); unset: no export.
+    export_flow: Which flow the export chains: target or nli (fitted here), none, or init_checkpoint: the Glow
+      stored in an original BERT-flow checkpoint (--init_checkpoint, its bert/flow/... variables; config read from
+      them unless --flow_model_config is given), exported unchanged (use with --flow=false).
+  """
+  task_name: str = _checked(checks.one_of(data.EVAL_TASKS), "sts-b")
+  data_dir: str = "data"
+  eval_tasks: tuple = _checked(checks.each(_EVAL_TASK_OR_ALL))
+  baselines: tuple = _checked(checks.each(_BASELINE), ())
+  lexical_analysis: bool = False
+  analysis: bool = False
+  train_file: str = None
+  train_format: str = _checked(checks.one_of(data.custom.TRAIN_FORMATS), "auto")
+  eval_file: str = None
+  flow: bool = True
+  fit_on: tuple = _checked(checks.each(checks.one_of(scores.FIT_ON)), ("target",))
+  flow_mode: str = _checked(checks.one_of(flow_fitting.MODES), "cached")
+  fit_from_store: bool = False
+  use_full_for_training: bool = True
+  one_pass_full: bool = False
+  output_dir: str = None
+  output_parent_dir: str = "exp"
+  exp_name: str = None
+  exp_name_prefix: str = "exp"
+  cache_dir: str = None
+  export_dir: str = None
+  export_flow: str = _checked(checks.one_of(("target", "nli", "none", "init_checkpoint")), "target")
+
+  def __post_init__(self):
+    checks.check_fields(self)
+
+
 def define_flags(flag_values=flags.FLAGS):
-  """Defines every flag of run_flow.py (GROUPS) and its ALIASES in `flag_values`, each checked while parsed."""
+  """Defines every flag of run_flow.py (GROUPS) and its ALIASES in `flag_values`, each checked while parsed: the
+  shared model, embedding and engine flags, then RunFlowOptions' fields and FlowFitConfig's (the target setting's
+  FIT_FLAGS, the NLI setting's NLI_FIT_FLAGS)."""
   fv = flag_values
   model_flags.define_model_flags(fv)
   engine_flags.define_engine_flags(fv)
   model_flags.define_max_seq_length(fv)
   model_flags.define_pooling(fv, several=True)
-  # Data and evaluation.
-  flags.DEFINE_string("task_name", "sts-b", f"Target task (one of {', '.join(data.EVAL_TASKS)}); evaluated by "
-                      "default.", flag_values=fv)
-  config_flags.check_flag(fv, "task_name", checks.one_of(data.EVAL_TASKS))
-  flags.DEFINE_string("data_dir", "data", "Folder with stsbenchmark/, SICK/, STS/, SNLI/, QNLI/ (README: Data).",
-                      flag_values=fv)
-  flags.DEFINE_list("eval_tasks", None, f"Tasks to evaluate; unset: the --task_name (none with --train_file or "
-                    f"--eval_file); 'all' = {','.join(data.EVAL_TASKS)}.", flag_values=fv)
-  config_flags.check_flag(fv, "eval_tasks", checks.each(checks.one_of(data.EVAL_TASKS + ("all",))))
-  flags.DEFINE_list("baselines", [], f"Calibrations fitted on the target sentences: {baselines.FORMS}.",
-                    flag_values=fv)
-  config_flags.check_flag(fv, "baselines", checks.each(lambda _, name: baselines.check_name(name)))
-  flags.DEFINE_bool("lexical_analysis", False, "Table 6: similarity vs edit distance on STS-B dev.", flag_values=fv)
-  flags.DEFINE_bool("analysis", False, "Also the paper's Table 1 (word-embedding matrix), Figure 2 (with Table 6), "
-                    "isotropy plots and TensorBoard projector files, into the output folder "
-                    "(bert_flow_tf/analysis/).", flag_values=fv)
-  flags.DEFINE_string("train_file", None, "Own sentences to fit the flow and baselines on: one per line, or a TSV "
-                      "of pairs (see --train_format; README: Your own sentences). Benchmarks then run only if "
-                      "--eval_tasks names them.", flag_values=fv)
-  flags.DEFINE_enum("train_format", "auto", data.custom.TRAIN_FORMATS, "--train_file layout: lines, pairs "
-                    "(sentence1<TAB>sentence2[<TAB>score]), or auto (pairs if its first line holds a tab).",
-                    flag_values=fv)
-  flags.DEFINE_string("eval_file", None, "Own scored pairs, sentence1<TAB>sentence2<TAB>score (optional header): "
-                      "the 'custom' column of the results; without --train_file the flow is fitted on them.",
-                      flag_values=fv)
-  # Flow: the switches, then the fit settings, FlowFitConfig's fields.
-  flags.DEFINE_bool("flow", True, "Fit and evaluate the flow.", flag_values=fv)
-  flags.DEFINE_list("fit_on", ["target"], "Where the flow is fitted: target (the task's own sentences), nli.",
-                    flag_values=fv)
-  config_flags.check_flag(fv, "fit_on", checks.each(checks.one_of(scores.FIT_ON)))
-  flags.DEFINE_enum("flow_mode", "cached", flow_fitting.MODES,
-                    "cached: vectors computed once without dropout; faithful: BERT with dropout, recomputed "
-                    "every step, as the original.", flag_values=fv)
-  flags.DEFINE_bool("fit_from_store", False, "Fit the flow (and whitening baselines) on --train_file's sentences by "
-                    "reading the embedding store (--cache_dir) block by block: memory that does not grow with the "
-                    "file (docs/beam.md). Each distinct sentence once, paired with the next row of its store shard.",
-                    flag_values=fv)
+  model_flags.define_encode_batch_sentences(fv)
+  engine_flags.define_progress(fv)
+  config_flags.define_config_flags(RunFlowOptions, flag_values=fv)
   config_flags.define_config_flags(flow_fitting.FlowFitConfig, only=tuple(FIT_FLAGS), names=FIT_FLAGS,
                                    flag_values=fv)
   config_flags.check_flag(fv, "flow_model_config", flow_fitting.load_glow_config)
@@ -101,31 +151,6 @@ def define_flags(flag_values=flags.FLAGS):
                                    flag_values=fv)
   for flag in NLI_FIT_FLAGS.values():
     fv[flag].help = "NLI setting (--fit_on=nli): " + fv[flag].help
-  flags.DEFINE_bool("use_full_for_training", True, "Target sentences from train+dev+test (else train only).",
-                    flag_values=fv)
-  flags.DEFINE_bool("one_pass_full", False, "With use_full_for_training, take each distinct split once (STS12-16 "
-                    "list the same file as train, dev and test; the original saw each pair 3 times).",
-                    flag_values=fv)
-  # Outputs.
-  flags.DEFINE_string("output_dir", None, "The output folder (results.json, flows/, ...); unset: "
-                      "<output_parent_dir>/<exp_name>. When given, those two are ignored (so it overrides a "
-                      "flagfile's).", flag_values=fv)
-  flags.DEFINE_string("output_parent_dir", "exp", "The original's way to name the output folder: its parent "
-                      "(with --exp_name), when --output_dir is unset.", flag_values=fv)
-  flags.DEFINE_string("exp_name", None, "The output folder's name under --output_parent_dir; unset: "
-                      "<exp_name_prefix>_<task>_<model>_<pooling>_<flow>.", flag_values=fv)
-  flags.DEFINE_string("exp_name_prefix", "exp", "Prefix of the built --exp_name.", flag_values=fv)
-  flags.DEFINE_string("cache_dir", None, "Embedding cache (the embedding store); unset: a cache/ folder beside "
-                      "the output folder (exp/cache by default); '' keeps it in memory.", flag_values=fv)
-  flags.DEFINE_string("export_dir", None, "Write the servable SavedModels here (text/1 and ids/1); unset: no "
-                      "export.", flag_values=fv)
-  flags.DEFINE_enum("export_flow", "target", ["target", "nli", "none", "init_checkpoint"],
-                    "Which flow the export chains: one fitted here, none, or init_checkpoint: the Glow stored in an "
-                    "original BERT-flow checkpoint (--init_checkpoint, its bert/flow/... variables; config read "
-                    "from them unless --flow_model_config is given), exported unchanged (use with --flow=false).",
-                    flag_values=fv)
-  engine_flags.define_progress(fv)
-  model_flags.define_encode_batch_sentences(fv)
   aliases.define_aliases(ALIASES, fv)
 
 
