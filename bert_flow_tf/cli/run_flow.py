@@ -30,6 +30,7 @@ from bert_flow_tf.cli import outputs
 from bert_flow_tf.cli import run_flow_flags
 from bert_flow_tf.experiment import NLI_FLOW, ExperimentSpec, fit_from_store_problem, run_experiments
 from bert_flow_tf.loaders import tf1_flow
+from bert_flow_tf.reporting import markdown
 from bert_flow_tf.utils import distribute
 from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
@@ -44,7 +45,7 @@ def _check_combinations():
   """Fails at start, naming the flags, for what two flags or the filesystem decide (each value alone was checked
   while the flags were parsed)."""
   if (_eval_tasks() or "nli" in FLAGS.fit_on) and not os.path.isdir(FLAGS.data_dir):
-    raise app.UsageError(f"--data_dir={FLAGS.data_dir!r} does not exist (README: Data)")
+    raise app.UsageError(f"--data_dir={FLAGS.data_dir!r} does not exist (docs/experiments.md: Data)")
   model_flags.model_kwargs(FLAGS)  # fails on incomplete TF1 files or two models
   if FLAGS.export_flow == "init_checkpoint" and not FLAGS.init_checkpoint:
     raise app.UsageError("--export_flow=init_checkpoint reads the Glow from --init_checkpoint, which is not set")
@@ -130,6 +131,8 @@ def main(argv):
   runs = run_experiments(specs)
   for finished in runs:
     print(finished.results_md)
+  if len(runs) > 1:  # the README's Results table: every pooling's rows in one
+    print(markdown.poolings_table([(r.record.sentence_embedding_type, r.record.scores) for r in runs]))
   if FLAGS.export_dir:
     _export(runs[0].experiment)
   print(f"outputs in {output_dir}" + (f"; servable models in {FLAGS.export_dir}" if FLAGS.export_dir else ""))

@@ -66,7 +66,7 @@ class RunFlowOptions:
 
   Attributes:
     task_name: Target task (one of sts-b, sick-r, sts-12..sts-16, qnli); evaluated by default.
-    data_dir: Folder with stsbenchmark/, SICK/, STS/, SNLI/, QNLI/ (README: Data).
+    data_dir: Folder with stsbenchmark/, SICK/, STS/, SNLI/, QNLI/ (docs/experiments.md: Data).
     eval_tasks: Tasks to evaluate; unset: the --task_name (none with --train_file or --eval_file); 'all' = every
       one of --task_name's.
     baselines: Calibrations fitted on the target sentences: whitening, whitening-K, sn, natsv-K, sn+natsv-K (K a
