@@ -16,8 +16,6 @@ from bert_flow_tf.cli import aliases
 from bert_flow_tf.cli import config_flags
 from bert_flow_tf.cli import engine_flags
 from bert_flow_tf.cli import model_flags
-from bert_flow_tf.embedding import settings
-from bert_flow_tf.modeling import pooling
 from bert_flow_tf.siamese import config as siamese_config
 
 # Config fields that the model and engine flags fill.
@@ -62,8 +60,6 @@ def define_flags(flag_values=flags.FLAGS):
   for name in REQUIRED:
     fv[name].help = "Required. " + fv[name].help
   fv["pooling"].help = model_flags.POOLING_HELP  # from the pooling list, as every entry point's
-  config_flags.check_flag(fv, "pooling", lambda _, name: pooling.check_name(name))
-  config_flags.check_flag(fv, "max_seq_length", settings.check_max_seq_length)
   aliases.define_aliases(ALIASES, fv)
 
 

@@ -65,6 +65,15 @@ BAD_FLAGS = [
     ("run_flow", "--sentence_embedding_type=avg,avg-max", "unknown sentence_embedding_type 'avg-max'"),
     ("encode", "--pooling=max", "unknown sentence_embedding_type 'max'"),
     ("run_siamese", "--pooling=max", "unknown sentence_embedding_type 'max'"),
+    ("run_siamese", "--train_batch_size=0", "must be an integer >= 1, got 0"),
+    ("run_siamese", "--eval_batch_pairs=-1", "must be an integer >= 1, got -1"),
+    ("run_siamese", "--learning_rate=nan", "must be a finite number > 0, got nan"),
+    ("run_siamese", "--flow_learning_rate=0", "must be a finite number > 0, got 0.0"),
+    ("run_siamese", "--num_train_epochs=0", "must be a finite number > 0, got 0.0"),
+    ("run_siamese", "--warmup_proportion=1.5", "must be a number in [0, 1], got 1.5"),
+    ("run_siamese", "--num_examples=-2", "must be an integer >= -1, got -2"),
+    ("run_siamese", "--dupe_factor=0", "must be an integer >= 1, got 0"),
+    ("run_siamese", "--l2_penalty=-0.1", "must be a finite number >= 0, got -0.1"),
 ]
 
 
