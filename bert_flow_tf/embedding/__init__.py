@@ -1,5 +1,6 @@
 """Sentence vectors from a loaded BERT: the input pipeline, the replicas that encode, the store that keeps them.
 
+  settings.py   the embedding defaults (pooling, max_seq_length, sentences per batch) and their checks
   pipeline.py   tf.data on the host: tokenize, bucket by length, pack, prefetch; example ids restore the order
   embedder.py   SentenceEmbedder: batches -> per-sentence quantities on any tf.distribute strategy
   store.py      EmbeddingStore: per-sentence quantities on disk or in memory, content-addressed, each encoded
