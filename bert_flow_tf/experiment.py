@@ -30,6 +30,7 @@ from bert_flow_tf.calibration import fitted_flow
 from bert_flow_tf.calibration import flow_fitting
 from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.calibration import store_stream
+from bert_flow_tf.embedding import settings
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.evaluation import isotropy as isotropy_lib
@@ -79,16 +80,18 @@ class ExperimentSpec:
     strategy: tf.distribute.Strategy or None (the default) for embedding and for faithful-mode flow fits;
       static_shapes, use_xla: bool (see SentenceEmbedder, FaithfulPairs). Cached-mode flows and baselines fit on
       the default device.
+    show_progress_bar: bool or None, the progress lines of encoding and flow fits: None for long jobs, True
+      always, False never.
   """
   model: object
   sentence_embedding_type: str
   data_dir: str
   output_dir: str
-  max_seq_length: int = 64
+  max_seq_length: int = settings.MAX_SEQ_LENGTH
   eval_tasks: tuple = ("sts-b",)
   fit_on: tuple = ("target",)
   target_fit: flow_fitting.FlowFitConfig = flow_fitting.FlowFitConfig()
-  nli_fit: flow_fitting.FlowFitConfig = flow_fitting.FlowFitConfig(learning_rate=2e-5, num_train_epochs=0.15)
+  nli_fit: flow_fitting.FlowFitConfig = flow_fitting.NLI_FIT
   flow_mode: str = "cached"
   use_full_for_training: bool = True
   one_pass_full: bool = False
@@ -96,12 +99,13 @@ class ExperimentSpec:
   lexical_analysis: bool = False
   analysis: bool = False
   cache_dir: object = None
-  batch_size: int = 64
+  batch_size: int = settings.BATCH_SENTENCES
   strategy: object = None
   static_shapes: bool = False
   use_xla: bool = False
   custom: object = None
   fit_from_store: bool = False
+  show_progress_bar: object = None
 
   def __post_init__(self):
     if not self.eval_tasks and self.custom is None:
@@ -198,7 +202,8 @@ class Experiment:
   def _embed_pairs(self, pairs):
     """(a [N, D], b [N, D]) for a PairSet, from the store."""
     with self.timer.stage("embed"):
-      vectors = self.store.vectors([*pairs.sentences_a, *pairs.sentences_b], self.embedder.pooling)
+      vectors = self.store.vectors([*pairs.sentences_a, *pairs.sentences_b], self.embedder.pooling,
+                                   self.spec.show_progress_bar)
     return vectors[:len(pairs)], vectors[len(pairs):]
 
   def _pairs_vectors(self, pairsets):
@@ -260,7 +265,7 @@ class Experiment:
                                          [s for p in pairsets for s in p.sentences_b])
     with self.timer.stage(f"fit flow ({fit_on})"):
       flow, summary = flow_fitting.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{dataset}",
-                                            provenance=provenance)
+                                            provenance=provenance, show_progress_bar=self.spec.show_progress_bar)
     return calibrator.FlowCalibration(flow, fit_config, summary)
 
   def _stored_fit_set(self, pairsets):
@@ -439,7 +444,8 @@ def run_experiments(specs):
   names = sorted({q for e in experiments for q in pooling_lib.quantities(e.embedder.pooling)})
   with first.timer.stage("embed"):
     pairsets = list({id(p): p for e in experiments for p in e.pairsets()}.values())  # own data shared: once
-    first.store.ensure([s for p in pairsets for s in (*p.sentences_a, *p.sentences_b)], names)
+    first.store.ensure([s for p in pairsets for s in (*p.sentences_a, *p.sentences_b)], names,
+                       first.spec.show_progress_bar)
   runs = []
   for e in experiments:
     record = e.run()

@@ -14,18 +14,20 @@ sentence runs through BERT once per object), `calibration.calibrator` (flow or b
 
 Legend: n, m = sentences, D = the (calibrated) embedding width.
 """
+import dataclasses
 import os
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
-import glow
 from bert_flow_tf import encoder_folder
 from bert_flow_tf import loaders
 from bert_flow_tf import st_api
 from bert_flow_tf.calibration import calibrator
+from bert_flow_tf.calibration import flow_fitting
 from bert_flow_tf.calibration import store_stream
+from bert_flow_tf.data import pairs as pairs_lib
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.loaders import presets
@@ -185,13 +187,14 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     self.store.batch_size = batch_size or self.batch_size
     return self.store.vectors(sentences, self.embedder.pooling, show_progress_bar)
 
-  def fit(self, sentences, method="flow", flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3,
-          num_train_epochs=1.0, batch_size=32, seed=1234, init="original", from_store=False):
+  def fit(self, sentences, method="flow", flow_config=None, learning_rate=None, num_train_epochs=None,
+          batch_size=None, seed=None, init=None, from_store=False):
     """Fits a calibration on the raw vectors of `sentences` and sets it (replacing any other).
 
-    The defaults are the paper's target setting: the flow fitted by maximum likelihood with constant Adam 1e-3,
-    1 epoch, 32 pairs per step, pairs of consecutive sentences (0 and 1, 2 and 3, ...; an odd last one with the
-    first), as run_flow.py pairs the lines of a sentences file.
+    The defaults are the paper's target setting (calibration.flow_fitting.FlowFitConfig): the flow fitted by
+    maximum likelihood with constant Adam 1e-3, 1 epoch, 32 pairs per step, pairs of consecutive sentences (0 and
+    1, 2 and 3, ...; an odd last one with the first), as run_flow.py pairs the lines of a sentences file. The
+    settings are checked before any sentence is embedded.
 
     With `from_store=True` (an encoder made with a cache_dir) the sentences are embedded into the store, then the
     flow or whitening is fitted by reading the store block by block, restricted to these sentences: memory that does
@@ -202,18 +205,31 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     Args:
       sentences: list of N >= 2 str (or their raw vectors [N, D] from `encode_raw`).
       method: str, "flow", "whitening", "whitening-K" (or the other baselines: "sn", "natsv-K", "sn+natsv-K").
-      flow_config, learning_rate, num_train_epochs, batch_size, seed, init: the flow's
-        (calibration.calibrator.fit); ignored by the baselines.
+      flow_config, learning_rate, num_train_epochs, batch_size, seed, init: the flow's settings, FlowFitConfig's
+        flow_model_config, learning_rate, num_train_epochs, batch_size (pairs per step), seed and init; None:
+        FlowFitConfig's default. Ignored by the baselines.
       from_store: bool, fit by reading the store on disk (see above); `sentences` must then be text.
 
     Returns:
       self.
+
+    Raises:
+      ValueError: a setting out of its range (named as above), a Glow config that does not load, fewer pairs
+        than one step, or sentences that are not a list of str or vectors of this encoder's width.
     """
+    given = {"flow_model_config": flow_config, "learning_rate": learning_rate, "num_train_epochs": num_train_epochs,
+             "batch_size": batch_size, "seed": seed, "init": init}
+    fit_config = dataclasses.replace(flow_fitting.FlowFitConfig(),
+                                     **{name: value for name, value in given.items() if value is not None})
     if isinstance(sentences, str):
       raise ValueError(f"fit needs a list of sentences, got one str: {sentences!r}")
     is_text = isinstance(sentences, (list, tuple)) and all(isinstance(s, str) for s in sentences)
     if from_store and not is_text:
       raise ValueError("fit(from_store=True) reads the sentences' vectors from the store: give a list of str")
+    if method == calibrator.FLOW:
+      fit_config.glow_config()
+      if not from_store:  # from the store, the pairs are counted once the distinct sentences are stored
+        fit_config.num_steps(len(pairs_lib.consecutive_pairs(len(sentences))[0]), "the sentences")
     if from_store:
       x = self._stored(sentences)
     else:
@@ -221,9 +237,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     if not from_store and x.ndim == 2 and x.shape[1] != self.embedder.dim:
       raise ValueError(f"fit got vectors of width {x.shape[1]}; this encoder's raw vectors are "
                        f"D={self.embedder.dim} ({self.embedder.pooling.describe()})")
-    self._set_calibration(calibrator.fit(method, x, flow_config=flow_config, learning_rate=learning_rate,
-                                         num_train_epochs=num_train_epochs, batch_size=batch_size, seed=seed,
-                                         init=init))
+    self._set_calibration(calibrator.fit(method, x, fit_config))
     return self
 
   def _stored(self, sentences):

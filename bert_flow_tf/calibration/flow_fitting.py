@@ -31,6 +31,7 @@ from tensorflow.core.framework import summary_pb2
 import glow
 from bert_flow_tf.calibration import fitted_flow
 from bert_flow_tf.data import order as order_lib
+from bert_flow_tf.utils import checks
 from bert_flow_tf.utils.progress import Progress
 
 # TensorBoard's scalar-plugin tag, written with core TF so that tensorboard is needed only to view the events.
@@ -44,28 +45,63 @@ _MAX_REUSABLE_STEPS = 4
 
 @dataclasses.dataclass(frozen=True)
 class FlowFitConfig:
-  """How to fit the flow. Defaults are the paper's target setting.
+  """How to fit the flow: the one owner of these settings and their defaults (the paper's target setting;
+  NLI_FIT is its NLI setting). SentenceEncoder.fit, calibrator.fit and run_flow.py's flags all fill this; override
+  with dataclasses.replace. Each field's range is checked when the config is made (ValueError naming the field).
 
   Attributes:
-    flow_model_config: str, a glow config name (default glow.DEFAULT_CONFIG, the original's) or a JSON path.
-    init: str, "original" (the original's effective ActNorm init) or "ddi" (data-dependent, on the first batch).
-    learning_rate: float, constant (1e-3 target, 2e-5 NLI in the paper).
-    num_train_epochs: float (1.0 target, 0.15 NLI).
-    batch_size: int, pairs per step (32).
-    seed: int, seeds the flow's init and the batch order.
-    weight_decay_rate: float, AdamWeightDecay's decoupled decay (0.01 as the original).
-    save_checkpoints_steps: int, checkpoint period in steps (and at the end).
-    log_every_steps: int, TensorBoard and log period.
+    flow_model_config: str, a Glow config name (glow/configs/, e.g. "config_l3_d3_w32", the original's default) or
+      a JSON path; `glow_config()` reads it.
+    init: str, ActNorm init: "original" (the original's effective init) or "ddi" (data-dependent, on the first
+      batch).
+    learning_rate: float > 0, Adam's constant step size (1e-3 in the paper's target setting, 2e-5 in its NLI
+      setting).
+    num_train_epochs: float > 0, passes over the pairs (1.0 target, 0.15 NLI).
+    batch_size: int >= 1, sentence pairs per step (the loss covers 2x as many vectors).
+    seed: int >= 0, seeds the flow's init and the batch order.
+    weight_decay_rate: float >= 0, AdamWeightDecay's decoupled decay (the original's 0.01).
+    save_checkpoints_steps: int >= 1, checkpoint period in steps (and at the end).
+    log_every_steps: int >= 1, TensorBoard and log period in steps.
   """
   flow_model_config: str = glow.DEFAULT_CONFIG
-  init: str = "original"
-  learning_rate: float = 1e-3
-  num_train_epochs: float = 1.0
-  batch_size: int = 32
-  seed: int = 1234
-  weight_decay_rate: float = 0.01
-  save_checkpoints_steps: int = 100
-  log_every_steps: int = 10
+  init: str = dataclasses.field(default="original", metadata=checks.checked(checks.one_of(glow.ops.ACTNORM_INITS)))
+  learning_rate: float = dataclasses.field(default=1e-3, metadata=checks.checked(checks.positive_number))
+  num_train_epochs: float = dataclasses.field(default=1.0, metadata=checks.checked(checks.positive_number))
+  batch_size: int = dataclasses.field(default=32, metadata=checks.checked(checks.positive_int))
+  seed: int = dataclasses.field(default=1234, metadata=checks.checked(checks.non_negative_int))
+  weight_decay_rate: float = dataclasses.field(default=glow.optimization.DEFAULT_WEIGHT_DECAY_RATE,
+                                               metadata=checks.checked(checks.non_negative_number))
+  save_checkpoints_steps: int = dataclasses.field(default=100, metadata=checks.checked(checks.positive_int))
+  log_every_steps: int = dataclasses.field(default=10, metadata=checks.checked(checks.positive_int))
+
+  def __post_init__(self):
+    checks.check_fields(self)
+
+  def glow_config(self):
+    """The glow.GlowConfig that flow_model_config names. Raises ValueError naming it when it is missing or not a
+    Glow config's JSON."""
+    return load_glow_config("flow_model_config", self.flow_model_config)
+
+  def num_steps(self, num_pairs, what="the fit set"):
+    """int(num_pairs / batch_size * num_train_epochs) >= 1. Raises ValueError when `what` (num_pairs pairs) is
+    less than one step."""
+    steps = order_lib.num_train_steps(num_pairs, self.batch_size, self.num_train_epochs)
+    if steps < 1:
+      raise ValueError(f"{what} has {num_pairs} sentence pairs, less than one step of batch_size {self.batch_size} "
+                       f"x num_train_epochs {self.num_train_epochs}")
+    return steps
+
+
+NLI_FIT = FlowFitConfig(learning_rate=2e-5, num_train_epochs=0.15)  # the paper's NLI setting
+
+
+def load_glow_config(name, value):
+  """glow.GlowConfig.load(value), its errors (missing, not JSON, unknown fields) as one ValueError naming `name`
+  (a check of utils/checks.py's kind: name None leaves the name out)."""
+  try:
+    return glow.GlowConfig.load(value)
+  except (OSError, ValueError) as e:
+    raise ValueError(f"{name + ' ' if name else ''}{value!r} is not a Glow config: {e}") from e
 
 
 class FlowDivergedError(FloatingPointError):
@@ -95,7 +131,7 @@ def _train_state(pairs, glow_config, fit):
   return _REUSABLE_STEPS[key]
 
 
-def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
+def fit_flow(pairs, config, flow_dir, name="flow", provenance=None, show_progress_bar=None):
   """Fits a Glow on `pairs`, checkpointing into `flow_dir`; resumes from the latest checkpoint there.
 
   Args:
@@ -105,6 +141,7 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
     name: str, a label for logs and progress.
     provenance: dict or None, what the vectors are (model, pooling, max_seq_length), kept in flow.json so that
       users of the flow can check they feed it the same kind of vectors.
+    show_progress_bar: None (auto: utils.progress), True (always) or False (never).
 
   Returns:
     (Glow, dict) — the fitted flow (a Glow of its own, not shared with later fits) and a summary: steps,
@@ -113,12 +150,9 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
   Raises:
     FlowDivergedError when a loss is NaN or inf (the last good checkpoint stays in flow_dir).
   """
-  num_steps = order_lib.num_train_steps(len(pairs), config.batch_size, config.num_train_epochs)
-  if num_steps < 1:
-    raise ValueError(f"{name}: {len(pairs)} pairs at batch_size {config.batch_size} x {config.num_train_epochs} "
-                     "epochs is less than one step")
+  num_steps = config.num_steps(len(pairs), name)
   order = pairs.batch_order(num_steps, config.batch_size, config.seed)
-  glow_config = glow.GlowConfig.load(config.flow_model_config)
+  glow_config = config.glow_config()
   state = _train_state(pairs, glow_config, config)
   fresh = _seeded_glow(glow_config, pairs.dim, config)
   state.reset(fresh, config.learning_rate)
@@ -140,7 +174,7 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
   if train_step is None:
     train_step = lambda row: state(*pairs.batch(row))
   writer = tf.summary.create_file_writer(os.path.join(flow_dir, "tb"))
-  progress = Progress(f"fitting {name}", num_steps, unit="step")
+  progress = Progress(f"fitting {name}", num_steps, unit="step", show=show_progress_bar)
   progress.update(int(step))
   losses, start = [], tf.timestamp()
   while int(step) < num_steps:

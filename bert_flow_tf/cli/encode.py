@@ -29,11 +29,13 @@ from bert_flow_tf.cli import encode_flags
 from bert_flow_tf.cli import engine_flags
 from bert_flow_tf.cli import model_flags
 from bert_flow_tf.cli import one_line_errors
+from bert_flow_tf.cli import outputs
+from bert_flow_tf.embedding import settings
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.exported_encoder import ExportedEncoder
-from bert_flow_tf.modeling import pooling
 from bert_flow_tf.sentence_encoder import SentenceEncoder
 from bert_flow_tf.utils import distribute
+from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 
 # Every flag, in the groups --help shows: bert_flow_tf/cli/encode_flags.py (names: docs/flags.md).
@@ -59,15 +61,14 @@ def main(argv):
     if clashes:
       raise app.UsageError(f"--exported_model cannot be combined with {', '.join(clashes)}: the exported model "
                            "already fixes the model, pooling, max_seq_length and flow")
+  outputs.check_writable(os.path.dirname(FLAGS.output_file) or ".", "the --output_file folder")
+  if FLAGS.exported_model:
     encoder, what = _exported_encoder(FLAGS.exported_model), f"exported model {FLAGS.exported_model}"
   else:
-    try:
-      pooling.check_name(FLAGS.pooling)
-    except ValueError as e:
-      raise app.UsageError(f"--{aliases.given_name(FLAGS, 'pooling')}: {e}") from e
     strategy = engine_flags.strategy_from_flags()
     with distribute.variable_scope(strategy):
       model = model_flags.load_model_from_flags(FLAGS)
+    model_flags.check_max_seq_length(FLAGS, model)
     embedder = SentenceEmbedder(model, FLAGS.pooling, FLAGS.max_seq_length, strategy=strategy,
                                 static_shapes=engine_flags.static_shapes_from_flags(strategy),
                                 use_xla=FLAGS.use_xla)
@@ -76,14 +77,16 @@ def main(argv):
     if FLAGS.flow_checkpoint:
       try:
         encoder.load_flow(FLAGS.flow_checkpoint)
+      except errors.UserError:
+        raise  # names its own file
       except ValueError as e:
         raise app.UsageError(f"--flow_checkpoint={FLAGS.flow_checkpoint} does not fit: {e}") from e
       what += f", then the flow in {FLAGS.flow_checkpoint}"
-  encode_file(FLAGS.input_file, FLAGS.output_file, encoder, FLAGS.encode_batch_sentences, what,
-              encode_flags.PROGRESS[FLAGS.progress])
+  encode_file(FLAGS.input_file, FLAGS.output_file, encoder, FLAGS.encode_batch_sentences, what, FLAGS.progress)
 
 
-def encode_file(input_file, output_file, encoder, batch_size=64, what="sentence vectors", show_progress_bar=None):
+def encode_file(input_file, output_file, encoder, batch_size=settings.BATCH_SENTENCES,
+                what="sentence vectors", show_progress_bar=None):
   """Encodes a UTF-8 file of sentences (one per line) into a float32 .npy [n, D], in input order, atomically.
 
   Args:

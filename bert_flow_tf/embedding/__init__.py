@@ -1,5 +1,6 @@
 """Sentence vectors from a loaded BERT: the input pipeline, the replicas that encode, the store that keeps them.
 
+  settings.py   the embedding defaults (pooling, max_seq_length, sentences per batch) and their checks
   pipeline.py   tf.data on the host: tokenize, bucket by length, pack, prefetch; example ids restore the order
   embedder.py   QuantityEncoder: batches -> per-sentence quantities on any tf.distribute strategy;
                 SentenceEmbedder: one with a pooling, for the in-graph users (export, siamese pairs)

@@ -19,6 +19,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_flow_tf.embedding import pipeline
+from bert_flow_tf.embedding import settings
 from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.modeling.bert_encoder import BertEncoder
@@ -35,7 +36,7 @@ class QuantityEncoder(tf.Module):
 
   Args:
     model: bert_flow_tf.loaders.LoadedModel.
-    max_seq_length: int, tokens per sentence including [CLS] and [SEP] (64 as the original).
+    max_seq_length: int, tokens per sentence including [CLS] and [SEP] (settings.MAX_SEQ_LENGTH, the original's).
     strategy: tf.distribute.Strategy or None (the default strategy: one device).
     static_shapes: bool, every batch [batch_size, one of packing.static_lengths()] (TPU, XLA).
     use_xla: bool, compile the replica function with XLA (implies static_shapes).
@@ -43,11 +44,11 @@ class QuantityEncoder(tf.Module):
       is then not read again), or None to make one.
   """
 
-  def __init__(self, model, max_seq_length=64, strategy=None, static_shapes=False, use_xla=False, tokenizer=None):
+  def __init__(self, model, max_seq_length=settings.MAX_SEQ_LENGTH, strategy=None, static_shapes=False,
+               use_xla=False, tokenizer=None):
     super().__init__()
-    if model.config is not None and max_seq_length > model.config.max_position_embeddings:
-      raise ValueError(f"max_seq_length {max_seq_length} > the model's max_position_embeddings "
-                       f"{model.config.max_position_embeddings}")
+    settings.check_max_seq_length("max_seq_length", max_seq_length,
+                                  model.config.max_position_embeddings if model.config is not None else None)
     self.loaded = model
     self.encoder = model.encoder
     self.max_seq_length = max_seq_length
@@ -169,8 +170,8 @@ class SentenceEmbedder(QuantityEncoder):
     sentence_embedding_type: str, a name from bert_flow_tf.modeling.pooling (original names accepted).
   """
 
-  def __init__(self, model, sentence_embedding_type="last-avg", max_seq_length=64, strategy=None,
-               static_shapes=False, use_xla=False, tokenizer=None):
+  def __init__(self, model, sentence_embedding_type=settings.POOLING, max_seq_length=settings.MAX_SEQ_LENGTH,
+               strategy=None, static_shapes=False, use_xla=False, tokenizer=None):
     super().__init__(model, max_seq_length, strategy, static_shapes, use_xla, tokenizer)
     self.pooling = pooling_lib.resolve(sentence_embedding_type, model.num_layers)
     self.dim = self.pooling.output_dim(model.hidden_size)

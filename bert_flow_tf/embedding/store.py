@@ -27,8 +27,10 @@ import zipfile
 from absl import logging
 import numpy as np
 
+from bert_flow_tf.embedding import settings
 from bert_flow_tf.embedding import store_files
 from bert_flow_tf.modeling import pooling as pooling_lib
+from bert_flow_tf.utils import checks
 from bert_flow_tf.utils.progress import Progress
 
 
@@ -92,10 +94,11 @@ class EmbeddingStore:
     shard_size: int, newly encoded sentences per shard (and per resumable unit of work).
   """
 
-  def __init__(self, embedder, root=None, batch_size=64, shard_size=store_files.DEFAULT_SHARD_SIZE):
+  def __init__(self, embedder, root=None, batch_size=settings.BATCH_SENTENCES,
+               shard_size=store_files.DEFAULT_SHARD_SIZE):
     self.embedder = embedder
-    self.batch_size = batch_size
-    self.shard_size = shard_size
+    self.batch_size = settings.check_batch_sentences("batch_size", batch_size)
+    self.shard_size = checks.positive_int("shard_size", shard_size)
     self.width = embedder.loaded.hidden_size
     self.folder = None
     if root:
