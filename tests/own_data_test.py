@@ -13,7 +13,8 @@ from bert_flow_tf.evaluation import isotropy as isotropy_lib
 from bert_flow_tf.evaluation import metrics
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.calibration.flow_fitting import FlowFitConfig
-from bert_flow_tf.experiment import ExperimentSpec, run_experiments
+from bert_flow_tf.experiment import run_experiments
+from bert_flow_tf.experiment_spec import ExperimentSpec
 from tests.embedding.tiny_model import SENTENCES, tiny_model
 
 TINY_FLOW = {"coupling_width": 8, "n_levels": 2, "depth": 1}
@@ -65,9 +66,9 @@ def test_own_files_fit_evaluate_through_one_store(tmp_path, own_files):
     assert "| method | custom |" in markdown
     # One warning exactly when the SN score is below the uncalibrated one, naming both scores.
     lowers = results[1].value < results[0].value
-    assert len(experiment.warnings) == int(lowers)
+    assert len(run.record.warnings) == int(lowers)
     if lowers:
-      assert experiment.warnings[0].startswith(f"custom: sn (target) {results[1].value:.2f} < none "
+      assert run.record.warnings[0].startswith(f"custom: sn (target) {results[1].value:.2f} < none "
                                                f"{results[0].value:.2f} (spearman)")
     assert ("## Warnings" in markdown) == lowers
 

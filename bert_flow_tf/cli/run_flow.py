@@ -32,7 +32,8 @@ from bert_flow_tf.modeling import pooling
 from bert_flow_tf import data
 from bert_flow_tf.cli import engine_flags
 from bert_flow_tf.cli import run_flow_flags
-from bert_flow_tf.experiment import NLI_FLOW, ExperimentSpec, fit_from_store_problem, run_experiments
+from bert_flow_tf.experiment import NLI_FLOW, run_experiments
+from bert_flow_tf.experiment_spec import ExperimentSpec, fit_from_store_problem
 from bert_flow_tf.calibration.flow_fitting import FlowFitConfig
 
 # Every flag, in the groups --help shows: bert_flow_tf/cli/run_flow_flags.py (names: docs/flags.md).
