@@ -86,7 +86,18 @@ def test_describe_isotropy_cautions_only_near_isotropic_spaces():
   sphere = rng.normal(size=(3000, 16))
   iso, line, near = isotropy_lib.describe_isotropy(sphere, "a sphere", max_rows=1000)
   assert near and "already close to isotropic" in line and "(1000 vectors)" in line
-  assert iso == isotropy_lib.isotropy(sphere[np.random.default_rng(0).choice(3000, 1000, replace=False)])
+  # The numbers are those of the seeded 1000-row sample, computed here another way: the spectrum from the SVD of
+  # the centered sample, the mean cosine over all its distinct pairs (the function averages 10,000 random pairs).
+  sample = sphere[np.random.default_rng(0).choice(3000, 1000, replace=False)]
+  singular = np.linalg.svd(sample - sample.mean(0), compute_uv=False) ** 2  # [16], descending
+  assert iso["top1_variance"] == pytest.approx(singular[0] / singular.sum(), rel=1e-9)
+  assert iso["condition_number"] == pytest.approx(singular[0] / singular[-1], rel=1e-9)
+  assert iso["mean_norm_ratio"] == pytest.approx(
+      np.linalg.norm(sample.mean(0)) / np.mean(np.sqrt((sample ** 2).sum(1))), rel=1e-9)
+  unit = sample / np.linalg.norm(sample, axis=1, keepdims=True)
+  all_pairs = (np.sum(unit @ unit.T) - len(unit)) / (len(unit) * (len(unit) - 1))
+  assert iso["mean_cosine"] == pytest.approx(all_pairs, abs=0.01)
+  assert iso["top1_variance"] != pytest.approx(isotropy_lib.isotropy(sphere)["top1_variance"], rel=1e-6)
   _, line, near = isotropy_lib.describe_isotropy(sphere * 0.1 + 3., "a cone")
   cone_cosine = isotropy_lib.isotropy(sphere * 0.1 + 3.)["mean_cosine"]
   assert not near and "already close" not in line and f"{cone_cosine:.3f}" in line
