@@ -17,10 +17,9 @@ from bert_flow_tf.calibration.flow_fitting import FlowFitConfig
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.experiment import run_experiments
 from bert_flow_tf.experiment_spec import ExperimentSpec
+from tests import tiny
 from tests.embedding.engine_vectors import engine_vectors
 from tests.embedding.tiny_model import SENTENCES, tiny_model
-
-TINY_FLOW = {"coupling_width": 8, "n_levels": 2, "depth": 1}
 
 
 @pytest.fixture(name="own_files")
@@ -31,8 +30,7 @@ def fixture_own_files(tmp_path):
   scored = tmp_path / "pairs.tsv"
   scored.write_text("sentence1\tsentence2\tscore\n" + "".join(
       f"{a}\t{b}\t{(7 * i) % 5}\n" for i, (a, b) in enumerate(zip(SENTENCES, SENTENCES[1:]))), encoding="utf-8")
-  flow_config = tmp_path / "tiny_flow.json"
-  flow_config.write_text(json.dumps(TINY_FLOW))
+  flow_config = tiny.write_glow_config(tmp_path / "tiny_flow.json")
   return train, scored, flow_config
 
 

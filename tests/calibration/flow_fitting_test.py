@@ -1,6 +1,5 @@
 """Flow fitting on pairs: batch order, resume after a crash, NaN stop, saved flows."""
 import dataclasses
-import json
 
 import numpy as np
 import pytest
@@ -11,6 +10,7 @@ from bert_flow_tf.calibration import fitted_flow
 from bert_flow_tf.calibration import flow_fitting
 from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.data import order as order_lib
+from tests import tiny
 
 
 PROVENANCE = {"model": "m", "sentence_embedding_type": "last-avg", "max_seq_length": 64}
@@ -18,10 +18,8 @@ PROVENANCE = {"model": "m", "sentence_embedding_type": "last-avg", "max_seq_leng
 
 @pytest.fixture(scope="module")
 def tiny_config(tmp_path_factory):
-  path = tmp_path_factory.mktemp("config") / "tiny.json"
-  path.write_text(json.dumps({"coupling": "additive", "coupling_width": 8, "n_levels": 2, "depth": 2,
-                              "permutation": True}))
-  return flow_fitting.FlowFitConfig(flow_model_config=str(path), learning_rate=1e-2, num_train_epochs=1.0,
+  path = tiny.write_glow_config(tmp_path_factory.mktemp("config") / "tiny.json", tiny.GLOW_DEEP)
+  return flow_fitting.FlowFitConfig(flow_model_config=path, learning_rate=1e-2, num_train_epochs=1.0,
                                 batch_size=8, save_checkpoints_steps=3, log_every_steps=2)
 
 
