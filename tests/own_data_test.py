@@ -42,7 +42,8 @@ def test_own_files_fit_evaluate_through_one_store(tmp_path, own_files):
   # scores 100 and SN, which reorders the cosines, lower, so exactly one warning is due.
   pairs = list(zip(SENTENCES, SENTENCES[1:]))
   reference = SentenceEmbedder(model, "last-avg", 16)
-  gold = search.cosine(engine_vectors(reference, [a for a, _ in pairs]), engine_vectors(reference, [b for _, b in pairs]))
+  gold = search.cosine(engine_vectors(reference, [a for a, _ in pairs]),
+                       engine_vectors(reference, [b for _, b in pairs]))
   scored = tmp_path / "ranked_pairs.tsv"
   scored.write_text("sentence1\tsentence2\tscore\n" + "".join(
       f"{a}\t{b}\t{g:.6f}\n" for (a, b), g in zip(pairs, gold)), encoding="utf-8")

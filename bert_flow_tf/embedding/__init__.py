@@ -5,3 +5,5 @@
   store.py      EmbeddingStore: per-sentence quantities on disk or in memory, content-addressed, each encoded
                 once; `vectors` is the one way sentences become pooled vectors
 """
+# The modules users import by name (the others serve them); importing the package loads none of them.
+__all__ = ["embedder", "store"]
