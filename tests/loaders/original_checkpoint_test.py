@@ -16,7 +16,7 @@ import pytest
 
 from tests import tiny
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WRITER = os.path.join(REPO, "tests", "fixtures", "bert_flow_original", "write_original_checkpoint.py")
 CONFIGS = {
     "additive_reversal": "config_l3_d3_w32",  # the original's default

@@ -18,6 +18,8 @@ from bert_flow_tf.reporting import markdown
 from bert_flow_tf.reporting import scores
 from bert_flow_tf.data import PairSet
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 
 def _pairs(name, labels):
   n = len(labels)
@@ -159,7 +161,7 @@ def test_results_table_script_one_row_per_pooling_and_method(tmp_path):
                scores.Score("STS12", "flow", "target", "spearman", "mean", 60.0)]
     (tmp_path / pooling).mkdir()
     files.write_results_json(str(tmp_path / pooling / "results.json"), "m", pooling, results)
-  script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "results_table.py")
+  script = os.path.join(REPO, "scripts", "results_table.py")
   out = subprocess.run([sys.executable, script, str(tmp_path / "last-avg"), str(tmp_path / "emb-avg")],
                        capture_output=True, text=True, check=True).stdout.splitlines()
   assert out == ["| pooling | method | STS-B | SICK-R | STS12 | STS13 | STS14 | STS15 | STS16 | QNLI |",
