@@ -7,7 +7,7 @@ pairs, loss mean NLL of a + mean NLL of b. Each line: dim D, batch B (pairs), tr
 building), steps_per_s and sentences_per_s (steady state, 2B sentences a step), retraces (extra traces after the
 first; must be 0), epoch_s_17k (estimated seconds for one epoch over 17,000 sentences, 8,500 pairs, plus tracing),
 and next_fit_s: what a later fit of the same config and width pays instead of trace_s (`glow.ReusableTrainStep`:
-a freshly seeded Glow and a new optimizer built and copied in, then its first step on the kept trace).
+a freshly seeded Glow and a new optimizer made and their state put into the kept ones, then the first step).
 """
 import argparse
 import json

@@ -128,9 +128,9 @@ class ReusableTrainStep:
   """One Glow, one optimizer and their traced pair step (`make_train_step(pairs=True)`), kept across fits.
 
   Tracing the step costs seconds (`bench/flow.py`: trace_s), a step milliseconds. Instead of a new trace per fit,
-  `reset(flow, optimizer)` takes the fit's new Glow and optimizer (built as a fit without reuse would build them)
-  and copies every variable of both into the kept ones, the learning rate included: the next steps compute what a
-  new step of `flow` and `optimizer` would, on the same trace. `reset` refuses (ValueError) what it cannot make
+  `reset(flow, optimizer)` takes the fit's new Glow and optimizer (made as a fit without reuse would make them)
+  and puts their state into the kept ones, the learning rate included: the next steps compute what a new step of
+  `flow` and `optimizer` would, on the same trace. `reset` refuses (ValueError) what it cannot make
   exact: a Glow or optimizer that differs in what the trace fixes as constants (`trace_settings`), and a second
   fit of a flow with coupling dropout (the trace's random ops would go on with the previous fit's draws).
 
@@ -147,21 +147,25 @@ class ReusableTrainStep:
     self._step = None
 
   def reset(self, flow, optimizer):
-    """Starts a new fit from the variables of `flow` and of `optimizer` (built on `flow` here if it is not).
+    """Starts a new fit from the variables of `flow` and a new `optimizer` (not built: its moments are the zeros
+    its build would make, `add_variable_from_reference`; its iteration count and learning rate are copied).
 
     Raises:
-      ValueError naming each setting that differs from the trace's, or a coupling dropout once the step ran.
+      ValueError naming each setting that differs from the trace's, a coupling dropout once the step ran, or an
+      optimizer already built.
     """
     differences = _differences(self.settings, trace_settings(flow, optimizer))
     if self._step is not None and flow.config.coupling_dropout:
       differences.append(f"config.coupling_dropout={flow.config.coupling_dropout} (the trace's dropout draws "
                          "would continue from the previous fit)")
+    if optimizer.variables[1:]:
+      differences.append("the optimizer is built (it has moments of its own; give a new one)")
     if differences:
       raise ValueError(f"this traced step cannot run that fit exactly: {'; '.join(differences)}")
-    optimizer.build(flow.trainable_variables)
     copy_variables(flow, self.flow)
-    for theirs, ours in zip(optimizer.variables, self.optimizer.variables, strict=True):  # iterations, m, v
-      ours.assign(theirs)
+    self.optimizer.iterations.assign(optimizer.iterations)
+    for moment in self.optimizer.variables[1:]:                # m and v
+      moment.assign(tf.zeros_like(moment))
     if not isinstance(optimizer.get_config()["learning_rate"], dict):  # a schedule is part of the trace
       self.optimizer.learning_rate = optimizer.learning_rate
 

@@ -159,6 +159,10 @@ def test_a_traced_step_refuses_a_fit_it_cannot_reproduce():
     step.reset(glow.Glow(config, 16, init="ddi"), glow.AdamWeightDecay())
   with pytest.raises(ValueError, match=r"optimizer.beta_2=0.98 \(the trace has 0.999\)"):
     step.reset(glow.Glow(config, 16), glow.AdamWeightDecay(beta_2=0.98))
+  built, used = glow.Glow(config, 16), glow.AdamWeightDecay()
+  used.build(built.trainable_variables)
+  with pytest.raises(ValueError, match="the optimizer is built"):
+    step.reset(built, used)
   dropout = dataclasses.replace(config, coupling_dropout=0.1)
   step = glow.ReusableTrainStep(dropout, 16, "original", glow.AdamWeightDecay())
   step.reset(glow.Glow(dropout, 16), glow.AdamWeightDecay())
