@@ -8,8 +8,8 @@ import scipy.stats
 from bert_flow_tf.analysis import report
 from bert_flow_tf.experiment import run_experiments
 from bert_flow_tf.experiment_spec import ExperimentSpec
-from tests.analysis.plots_test import png_size
-from tests.analysis.plots_test import word_levenshtein
+from tests.analysis.references import png_size
+from tests.analysis.references import word_levenshtein
 from tests.embedding.tiny_model import tiny_model
 
 WORDS = ["a", "man", "dog", "runs", "plays", "the", "guitar", "."]
