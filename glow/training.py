@@ -14,7 +14,6 @@ Legend: B batch (or pairs), D vector width.
 import tensorflow as tf
 
 from glow.model import Glow
-from glow.optimization import AdamWeightDecay
 
 
 def nll_loss(*nlls, global_batch_size=None):
