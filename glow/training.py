@@ -106,9 +106,14 @@ def trace_settings(flow, optimizer):
     dict; two (Glow, optimizer) pairs whose settings are equal can share one trace.
   """
   glow = {k: v for k, v in flow.get_config().items() if k not in ("name", "seed")}
-  opt = optimizer.get_config()
-  fixed = {k: v for k, v in opt.items() if k != "name" and not (k == "learning_rate" and not isinstance(v, dict))}
-  return {"glow": glow, "optimizer": {"class": type(optimizer).__name__, **fixed}}
+  return {"glow": glow, "optimizer": optimizer_settings(optimizer)}
+
+
+def optimizer_settings(optimizer):
+  """The optimizer's part of `trace_settings`: its class and config but its name and a float learning rate."""
+  fixed = {k: v for k, v in optimizer.get_config().items()
+           if k != "name" and not (k == "learning_rate" and not isinstance(v, dict))}
+  return {"class": type(optimizer).__name__, **fixed}
 
 
 def _differences(want, got, prefix=""):

@@ -91,8 +91,8 @@ class TracedSteps:
 
   def get(self, glow_config, dim, init, optimizer):
     """The kept step for these settings (optimizer: a new one of the fit's settings), made the first time."""
-    settings = {k: v for k, v in optimizer.get_config().items() if k not in ("name", "learning_rate")}
-    key = repr((glow_config, dim, init, keras.mixed_precision.global_policy().name, type(optimizer), settings))
+    key = repr((glow_config, dim, init, keras.mixed_precision.global_policy().name,
+                glow.training.optimizer_settings(optimizer)))  # the reset checks all of glow.training.trace_settings
     if key not in self._steps:
       self._steps[key] = glow.ReusableTrainStep(glow_config, dim, init, optimizer)
       while len(self._steps) > self.max_steps:
