@@ -9,4 +9,4 @@
 See docs/beam.md for the commands (local, Dataflow, Flink, Spark).
 """
 # The modules users import by name (the others serve them); importing the package loads none of them.
-__all__ = ["model_handler", "pipeline", "shards"]
+__all__ = ["filesystem", "model_handler", "pipeline"]
