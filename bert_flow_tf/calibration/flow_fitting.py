@@ -11,10 +11,10 @@ store read shard by shard (`store_stream.StreamedPairs`). The fitted flow's fold
 `fitted_flow`'s.
 
 A fit on one device reuses the traced train step of a fit before it whose Glow and optimizer the trace fixes
-alike (`glow.training.trace_settings`: config, width, init, weight decay, ...): `TracedSteps` keeps the steps, passed to
-`fit_flow` (by default one shared by the process, `SHARED_STEPS`), and `glow.ReusableTrainStep.reset` copies in
-the fit's own freshly seeded Glow and new optimizer, refusing what it cannot reproduce: the same numbers as a new
-trace, without its seconds.
+alike (`glow.training.trace_settings`: config, width, init, weight decay, ...). `TracedSteps` keeps the steps
+and is passed to `fit_flow` (by default the one the process shares, `SHARED_STEPS`); `glow.ReusableTrainStep.reset`
+puts in the fit's own freshly seeded Glow and new optimizer and refuses what it cannot reproduce: the same numbers
+as a new trace, without its seconds.
 
 Legend: B = pairs per batch, D = embedding width.
 """
