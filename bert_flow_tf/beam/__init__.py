@@ -8,3 +8,5 @@
 
 See docs/beam.md for the commands (local, Dataflow, Flink, Spark).
 """
+# The modules users import by name (the others serve them); importing the package loads none of them.
+__all__ = ["filesystem", "model_handler", "pipeline"]

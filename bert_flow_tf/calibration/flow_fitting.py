@@ -10,9 +10,11 @@ The pairs come from a `pair_sources.PairSource`: cached vectors, BERT with dropo
 store read shard by shard (`store_stream.StreamedPairs`). The fitted flow's folder (flow.json, checkpoints) is
 `fitted_flow`'s.
 
-A fit on one device reuses the traced train step of the fits before it with the same Glow config, width, init
-and weight decay (`glow.ReusableTrainStep`, reset to the fit's freshly seeded Glow): the same numbers as a new
-trace, without its seconds.
+A fit on one device reuses the traced train step of a fit before it whose Glow and optimizer the trace fixes
+alike (`glow.training.trace_settings`: config, width, init, weight decay, ...). `TracedSteps` keeps the steps
+and is passed to `fit_flow` (by default the one the process shares, `SHARED_STEPS`); `glow.ReusableTrainStep.reset`
+puts in the fit's own freshly seeded Glow and new optimizer and refuses what it cannot reproduce: the same numbers
+as a new trace, without its seconds.
 
 Legend: B = pairs per batch, D = embedding width.
 """
@@ -38,9 +40,6 @@ from bert_flow_tf.utils.progress import Progress
 _SCALAR_METADATA = summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(
     plugin_name="scalars"))
 MODES = ("cached", "faithful")
-# (GlowConfig, D, init, weight_decay_rate) -> glow.ReusableTrainStep, the most recently used last.
-_REUSABLE_STEPS = collections.OrderedDict()
-_MAX_REUSABLE_STEPS = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,24 +113,51 @@ def _seeded_glow(glow_config, dim, fit):
   return glow.Glow(glow_config, dim, init=fit.init, seed=fit.seed)
 
 
-def _train_state(pairs, glow_config, fit):
-  """A glow.ReusableTrainStep for this fit: the cached one on one device (the default strategy, no dropout), else
-  a new one under the pairs' strategy (mirrored variables; the source's own step is traced per fit anyway)."""
-  key = (glow_config, pairs.dim, fit.init, fit.weight_decay_rate)
-  reusable = (glow_config.coupling_dropout == 0 and not tf.distribute.has_strategy()
+class TracedSteps:
+  """Traced train steps kept for later fits (glow.ReusableTrainStep), one per Glow config, width, init, dtype policy
+  and optimizer settings, the `max_steps` most recently used (each holds a Glow, an optimizer and a trace).
+
+  Args:
+    max_steps: int.
+  """
+
+  def __init__(self, max_steps=4):
+    self.max_steps = max_steps
+    self._steps = collections.OrderedDict()  # key -> glow.ReusableTrainStep, the most recently used last
+
+  def get(self, glow_config, dim, init, optimizer):
+    """The kept step for these settings (optimizer: a new one of the fit's settings), made the first time."""
+    key = repr((glow_config, dim, init, keras.mixed_precision.global_policy().name,
+                glow.training.optimizer_settings(optimizer)))  # the reset checks all of glow.training.trace_settings
+    if key not in self._steps:
+      self._steps[key] = glow.ReusableTrainStep(glow_config, dim, init, optimizer)
+      while len(self._steps) > self.max_steps:
+        self._steps.popitem(last=False)
+    self._steps.move_to_end(key)
+    return self._steps[key]
+
+  def steps(self):
+    """The kept glow.ReusableTrainStep, the least recently used first."""
+    return list(self._steps.values())
+
+
+SHARED_STEPS = TracedSteps()  # fit_flow's default: the fits of one process share their traces
+
+
+def _train_state(pairs, glow_config, fit, optimizer, traced_steps):
+  """A glow.ReusableTrainStep for this fit, not yet reset: from `traced_steps` on one device (the default strategy,
+  no dropout), else a new one under the pairs' strategy (mirrored variables; the source's own step is traced per
+  fit anyway)."""
+  reusable = (traced_steps is not None and glow_config.coupling_dropout == 0 and not tf.distribute.has_strategy()
               and pairs.strategy is tf.distribute.get_strategy())
-  if not reusable:
-    with pairs.strategy.scope():
-      return glow.ReusableTrainStep(*key)
-  if key not in _REUSABLE_STEPS:
-    _REUSABLE_STEPS[key] = glow.ReusableTrainStep(*key)
-    while len(_REUSABLE_STEPS) > _MAX_REUSABLE_STEPS:
-      _REUSABLE_STEPS.popitem(last=False)
-  _REUSABLE_STEPS.move_to_end(key)
-  return _REUSABLE_STEPS[key]
+  if reusable:
+    return traced_steps.get(glow_config, pairs.dim, fit.init, optimizer)
+  with pairs.strategy.scope():
+    return glow.ReusableTrainStep(glow_config, pairs.dim, fit.init, optimizer)
 
 
-def fit_flow(pairs, config, flow_dir, name="flow", provenance=None, show_progress_bar=None):
+def fit_flow(pairs, config, flow_dir, name="flow", provenance=None, show_progress_bar=None,
+             traced_steps=SHARED_STEPS):
   """Fits a Glow on `pairs`, checkpointing into `flow_dir`; resumes from the latest checkpoint there.
 
   Args:
@@ -142,6 +168,8 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None, show_progres
     provenance: dict or None, what the vectors are (model, pooling, max_seq_length), kept in flow.json so that
       users of the flow can check they feed it the same kind of vectors.
     show_progress_bar: None (auto: utils.progress), True (always) or False (never).
+    traced_steps: TracedSteps whose traced step of the same settings this fit reuses (and keeps for later fits),
+      or None for a new trace; the numbers are the same either way.
 
   Returns:
     (Glow, dict) — the fitted flow (a Glow of its own, not shared with later fits) and a summary: steps,
@@ -153,9 +181,10 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None, show_progres
   num_steps = config.num_steps(len(pairs), name)
   order = pairs.batch_order(num_steps, config.batch_size, config.seed)
   glow_config = config.glow_config()
-  state = _train_state(pairs, glow_config, config)
+  optimizer = glow.AdamWeightDecay(learning_rate=config.learning_rate, weight_decay_rate=config.weight_decay_rate)
+  state = _train_state(pairs, glow_config, config, optimizer, traced_steps)  # before seeding: it may build a Glow
   fresh = _seeded_glow(glow_config, pairs.dim, config)
-  state.reset(fresh, config.learning_rate)
+  state.reset(fresh, optimizer)
   flow, optimizer = state.flow, state.optimizer
   step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
   checkpoint = tf.train.Checkpoint(flow=flow, optimizer=optimizer, step=step)

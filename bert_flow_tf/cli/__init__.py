@@ -19,3 +19,5 @@ imports it. One name per concept across the entry points, the original's names a
   one_line_errors.py  `run(main, help_groups)`, app.run that ends expected errors in one line:
                     `error: <what> (<where>)`, and answers --help with exit status 0
 """
+# The commands: each module's `run()` is a console script (pyproject.toml).
+__all__ = ["beam", "encode", "run_flow", "run_siamese"]

@@ -28,7 +28,8 @@ from bert_flow_tf.cli import model_flags
 from bert_flow_tf.cli import one_line_errors
 from bert_flow_tf.cli import outputs
 from bert_flow_tf.cli import run_flow_flags
-from bert_flow_tf.experiment import NLI_FLOW, ExperimentSpec, fit_from_store_problem, run_experiments
+from bert_flow_tf.experiment import NLI_FLOW, run_experiments
+from bert_flow_tf.experiment_spec import ExperimentSpec, fit_from_store_problem
 from bert_flow_tf.loaders import tf1_flow
 from bert_flow_tf.reporting import markdown
 from bert_flow_tf.utils import distribute

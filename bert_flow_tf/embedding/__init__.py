@@ -9,3 +9,5 @@
   store_files.py  the store's files, one owner: paths, model key, shard names and members, their check, the key
                 index (each key read once), atomic shard writes through a filesystem seam (Beam's, or local)
 """
+# The modules users import by name (the others serve them); importing the package loads none of them.
+__all__ = ["embedder", "store"]

@@ -20,6 +20,10 @@ from bert_flow_tf.loaders.loaded_model import LoadedModel
 from bert_flow_tf.modeling import tokenizer
 from bert_flow_tf.utils import errors
 
+# The loaders and the format modules (each also writes its format); names is the table they share.
+__all__ = ["LoadedModel", "check_vocab_size", "detect_format", "load_model", "load_tf1_files", "presets",
+           "safetensors", "tf1_checkpoint", "tf1_flow", "tfhub"]
+
 
 def _require(path):
   if not os.path.exists(path):

@@ -8,3 +8,5 @@
   tf_data.py      the tf.data options every dataset runs with (autotuning off)
   timer.py        wall seconds per named stage (timings.json)
 """
+# The modules users import by name (the others serve them); importing the package loads none of them.
+__all__ = ["errors"]
