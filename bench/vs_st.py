@@ -10,7 +10,8 @@ all-MiniLM-L6-v2, `last-avg` (mean of the last layer), max_seq_length 64, batch 
   st-openvino    backend="openvino", fp32 (exported by `backend="openvino"` then `save_pretrained`)
 
 Rounds alternate the backends (one run of each per round). It prints a markdown table: median seconds (every run),
-the ratio peer / ours (> 1: ours is faster), STS-B test Spearman x 100 (cosine of the normalized vectors), and the
+the ratio peer / ours (> 1: ours is faster), the median CPU seconds (user + system: steadier than wall time on
+a shared machine), STS-B test Spearman x 100 (cosine of the normalized vectors), and the
 largest difference of each backend's normalized vectors from the first `ours`. Also the CPU model and the load
 average before and after. The peers run in their own Python (`--peers_python`), which
 `bench/vs_st_setup.sh` builds; the peer models are exported once into `--work_dir/model`.
@@ -19,6 +20,7 @@ Usage (from the repository root):
   bash bench/vs_st_setup.sh                        # once: the peers' venv in /tmp/stvenv
   .venv/bin/python bench/vs_st.py [--rounds 2] [--sentences 0] [--backends ours,st-torch,...]
   .venv/bin/python bench/vs_st.py --ours base=/tmp/base_checkout --ours new=. --backends ours   # A/B of ours
+  .venv/bin/python bench/vs_st.py --ours a=. --ours b=. --env b:TF_NUM_INTEROP_THREADS=1 --backends ours
 
 `--sentences N` keeps a seeded sample of N sentences (quick mode; no Spearman unless every test sentence is in).
 """
@@ -29,6 +31,7 @@ import os
 import pathlib
 import platform
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -103,8 +106,15 @@ def command(backend, args, model, sentence_file, out):
     st_backend, file_name = _PEER_FILES[backend]
     return [args.peers_python, "-c", _PEER_RUN, model, sentence_file, out, st_backend, file_name or ""], None
   checkout = dict(args.ours)[backend]
-  return [args.python, "-m", "bert_flow_tf.encode", "--model_dir", "all-minilm-l6-v2", "--pooling", "last-avg",
+  python = dict(args.ours_python).get(backend, args.python)
+  return [python, "-m", "bert_flow_tf.encode", "--model_dir", "all-minilm-l6-v2", "--pooling", "last-avg",
           "--max_seq_length", "64", "--input_file", sentence_file, "--output_file", out], checkout
+
+
+def _children_cpu():
+  """User + system CPU seconds of the ended child processes so far."""
+  usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+  return usage.ru_utime + usage.ru_stime
 
 
 def normalized(path):
@@ -120,13 +130,18 @@ def main():
                       help="comma list; 'ours' stands for every --ours checkout")
   parser.add_argument("--ours", action="append", default=[],
                       help="LABEL=DIR: a checkout of this repository to time as LABEL (repeatable; default ours=.)")
+  parser.add_argument("--env", action="append", default=[],
+                      help="LABEL:NAME=VALUE, an environment variable for the runs of --ours LABEL (repeatable)")
   parser.add_argument("--python", default=str(REPO / ".venv" / "bin" / "python"), help="our Python")
+  parser.add_argument("--ours_python", action="append", default=[],
+                      help="LABEL=PATH, another Python for the runs of --ours LABEL (e.g. a venv with zentf)")
   parser.add_argument("--peers_python", default=os.environ.get("ST_PYTHON", "/tmp/stvenv/bin/python"))
   parser.add_argument("--work_dir", default="/tmp/vs_st")
   parser.add_argument("--data_dir", default=DATA_DIR)
   parser.add_argument("--json", default="", help="also write every run's seconds here")
   args = parser.parse_args()
   args.ours = [tuple(o.split("=", 1)) for o in args.ours] or [("ours", str(REPO))]
+  args.ours_python = [tuple(o.split("=", 1)) for o in args.ours_python]
   backends = []
   for b in args.backends.split(","):
     backends += [label for label, _ in args.ours] if b == "ours" else [b]
@@ -134,6 +149,11 @@ def main():
   if unknown:
     parser.error(f"unknown backends {unknown}; known: ours, {', '.join(PEERS)}")
 
+  env = collections.defaultdict(dict)
+  for e in args.env:
+    label, assignment = e.split(":", 1)
+    name, value = assignment.split("=", 1)
+    env[label][name] = value
   os.makedirs(args.work_dir, exist_ok=True)
   sentences = stsb_sentences(args.data_dir)
   if args.sentences:
@@ -144,17 +164,20 @@ def main():
   model = peer_model(args.peers_python, args.work_dir) if any(b in PEERS for b in backends) else None
 
   load_before = os.getloadavg()
-  times = collections.defaultdict(list)
+  times, cpu_times = collections.defaultdict(list), collections.defaultdict(list)
   for r in range(args.rounds):
     for backend in backends:
       argv, cwd = command(backend, args, model, sentence_file, os.path.join(args.work_dir, f"{backend}.npy"))
-      start = time.perf_counter()
-      run = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
-      seconds = time.perf_counter() - start
+      start, used = time.perf_counter(), _children_cpu()
+      run = subprocess.run(argv, cwd=cwd, env={**os.environ, **env.get(backend, {})}, capture_output=True,
+                           text=True, check=False)
+      seconds, cpu_seconds = time.perf_counter() - start, _children_cpu() - used
       if run.returncode:
         sys.exit(f"{backend} failed (exit {run.returncode}): {run.stderr.strip().splitlines()[-1:]}")
       times[backend].append(seconds)
-      print(f"round {r + 1} {backend} {seconds:.1f} s load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+      cpu_times[backend].append(cpu_seconds)
+      print(f"round {r + 1} {backend} {seconds:.1f} s, {cpu_seconds:.1f} CPU s, load {os.getloadavg()[0]:.1f}",
+            file=sys.stderr, flush=True)
   load_after = os.getloadavg()
 
   index = {s: i for i, s in enumerate(sentences)}
@@ -169,8 +192,8 @@ def main():
   print(f"{len(sentences)} sentences, {args.rounds} rounds; {cpu}, {os.cpu_count()} logical CPUs; "
         f"load average {' '.join(f'{x:.1f}' for x in load_before)} before, "
         f"{' '.join(f'{x:.1f}' for x in load_after)} after")
-  print(f"| backend | median s | runs | {args.ours[0][0]} faster by | STS-B test x100 | max diff vs "
-        f"{args.ours[0][0]} |\n|---|---|---|---|---|---|")
+  print(f"| backend | median s | runs | {args.ours[0][0]} faster by | median CPU s | STS-B test x100 | "
+        f"max diff vs {args.ours[0][0]} |\n|---|---|---|---|---|---|---|")
   for b in backends:
     vectors = normalized(os.path.join(args.work_dir, f"{b}.npy"))
     spearman = "-"
@@ -179,10 +202,12 @@ def main():
       spearman = f"{100 * stats.spearmanr((vectors[a] * vectors[c]).sum(1), gold).correlation:.2f}"
     diff = f"{np.abs(vectors - reference).max():.1e}" if reference is not None else "-"
     ratio = f"{median[b] / base:.2f}x" if base else "-"
-    print(f"| {b} | {median[b]:.1f} | {', '.join(f'{t:.1f}' for t in times[b])} | {ratio} | {spearman} | {diff} |")
+    print(f"| {b} | {median[b]:.1f} | {', '.join(f'{t:.1f}' for t in times[b])} | {ratio} | "
+          f"{statistics.median(cpu_times[b]):.1f} | {spearman} | {diff} |")
   if args.json:
     with open(args.json, "w", encoding="utf-8") as f:
-      json.dump({"times": times, "load_before": load_before, "load_after": load_after, "cpu": cpu}, f)
+      json.dump({"times": times, "cpu_times": cpu_times, "load_before": load_before, "load_after": load_after,
+                 "cpu": cpu}, f)
 
 
 if __name__ == "__main__":
