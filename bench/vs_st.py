@@ -138,7 +138,9 @@ def main():
   parser.add_argument("--peers_python", default=os.environ.get("ST_PYTHON", "/tmp/stvenv/bin/python"))
   parser.add_argument("--work_dir", default="/tmp/vs_st")
   parser.add_argument("--data_dir", default=DATA_DIR)
-  parser.add_argument("--json", default="", help="also write every run's seconds here")
+  parser.add_argument("--json", default="", help="also write every run's seconds here (after every round)")
+  parser.add_argument("--report", default="", help="print the table of an earlier run's --json (its .npy files "
+                      "in --work_dir) instead of running")
   args = parser.parse_args()
   args.ours = [tuple(o.split("=", 1)) for o in args.ours] or [("ours", str(REPO))]
   args.ours_python = [tuple(o.split("=", 1)) for o in args.ours_python]
@@ -161,39 +163,54 @@ def main():
   sentence_file = os.path.join(args.work_dir, f"sentences_{len(sentences)}.txt")
   with open(sentence_file, "w", encoding="utf-8") as f:
     f.write("\n".join(sentences) + "\n")
-  model = peer_model(args.peers_python, args.work_dir) if any(b in PEERS for b in backends) else None
+  model = peer_model(args.peers_python, args.work_dir) \
+      if any(b in PEERS for b in backends) and not args.report else None
 
-  load_before = os.getloadavg()
-  times, cpu_times = collections.defaultdict(list), collections.defaultdict(list)
+  if args.report:
+    with open(args.report, encoding="utf-8") as f:
+      run = json.load(f)
+    report(args, sentences, run)
+    return
+  run = {"times": collections.defaultdict(list), "cpu_times": collections.defaultdict(list),
+         "load_before": os.getloadavg(), "rounds": 0}
   for r in range(args.rounds):
     for backend in backends:
       argv, cwd = command(backend, args, model, sentence_file, os.path.join(args.work_dir, f"{backend}.npy"))
       start, used = time.perf_counter(), _children_cpu()
-      run = subprocess.run(argv, cwd=cwd, env={**os.environ, **env.get(backend, {})}, capture_output=True,
-                           text=True, check=False)
+      done = subprocess.run(argv, cwd=cwd, env={**os.environ, **env.get(backend, {})}, capture_output=True,
+                            text=True, check=False)
       seconds, cpu_seconds = time.perf_counter() - start, _children_cpu() - used
-      if run.returncode:
-        sys.exit(f"{backend} failed (exit {run.returncode}): {run.stderr.strip().splitlines()[-1:]}")
-      times[backend].append(seconds)
-      cpu_times[backend].append(cpu_seconds)
+      if done.returncode:
+        sys.exit(f"{backend} failed (exit {done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
+      run["times"][backend].append(seconds)
+      run["cpu_times"][backend].append(cpu_seconds)
       print(f"round {r + 1} {backend} {seconds:.1f} s, {cpu_seconds:.1f} CPU s, load {os.getloadavg()[0]:.1f}",
             file=sys.stderr, flush=True)
-  load_after = os.getloadavg()
+    run["rounds"], run["load_after"] = r + 1, os.getloadavg()
+    if args.json:   # after every round, so that a run cut short keeps the rounds it finished
+      with open(args.json, "w", encoding="utf-8") as f:
+        json.dump(run, f)
+  report(args, sentences, run)
 
+
+def report(args, sentences, run):
+  """Prints the machine line and the markdown table of `run` (times, cpu_times, load_before/after, rounds)."""
+  times, cpu_times = run["times"], run["cpu_times"]
+  backends = list(times)
   index = {s: i for i, s in enumerate(sentences)}
   first, second, gold = stsb_test(args.data_dir)
   have_test = all(s in index for s in first + second)
-  reference = normalized(os.path.join(args.work_dir, f"{args.ours[0][0]}.npy")) if args.ours[0][0] in backends \
-      else None
+  label = args.ours[0][0]
+  reference = normalized(os.path.join(args.work_dir, f"{label}.npy")) if label in backends else None
   median = {b: statistics.median(t) for b, t in times.items()}
-  base = median.get(args.ours[0][0])
+  base = median.get(label)
   cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")),
              platform.processor())
-  print(f"{len(sentences)} sentences, {args.rounds} rounds; {cpu}, {os.cpu_count()} logical CPUs; "
-        f"load average {' '.join(f'{x:.1f}' for x in load_before)} before, "
-        f"{' '.join(f'{x:.1f}' for x in load_after)} after")
-  print(f"| backend | median s | runs | {args.ours[0][0]} faster by | median CPU s | STS-B test x100 | "
-        f"max diff vs {args.ours[0][0]} |\n|---|---|---|---|---|---|---|")
+  print(f"{len(sentences)} sentences, {run['rounds']} rounds; {cpu}, {os.cpu_count()} logical CPUs; "
+        f"load average {' '.join(f'{x:.1f}' for x in run['load_before'])} before, "
+        f"{' '.join(f'{x:.1f}' for x in run['load_after'])} after")
+  print(f"| backend | median s | runs | {label} faster by | median CPU s | STS-B test x100 | "
+        f"max diff vs {label} |\n|---|---|---|---|---|---|---|")
   for b in backends:
     vectors = normalized(os.path.join(args.work_dir, f"{b}.npy"))
     spearman = "-"
@@ -204,11 +221,6 @@ def main():
     ratio = f"{median[b] / base:.2f}x" if base else "-"
     print(f"| {b} | {median[b]:.1f} | {', '.join(f'{t:.1f}' for t in times[b])} | {ratio} | "
           f"{statistics.median(cpu_times[b]):.1f} | {spearman} | {diff} |")
-  if args.json:
-    with open(args.json, "w", encoding="utf-8") as f:
-      json.dump({"times": times, "cpu_times": cpu_times, "load_before": load_before, "load_after": load_after,
-                 "cpu": cpu}, f)
-
 
 if __name__ == "__main__":
   main()
