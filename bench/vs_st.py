@@ -7,7 +7,9 @@ all-MiniLM-L6-v2, `last-avg` (mean of the last layer), max_seq_length 64, batch 
   st-torch       sentence-transformers, torch
   st-onnx-fp32   sentence-transformers, backend="onnx", onnx/model.onnx
   st-onnx-int8   backend="onnx", onnx/model_quint8_avx2.onnx (`export_dynamic_quantized_onnx_model(m, "avx2")`)
-  st-openvino    backend="openvino", fp32 (exported by `backend="openvino"` then `save_pretrained`)
+  st-openvino    backend="openvino", exported by `backend="openvino"` then `save_pretrained`; run with
+                 INFERENCE_PRECISION_HINT f32 (its CPU plugin's default is bf16 on CPUs with AVX512_BF16 or AMX);
+                 `st-openvino-default` (not in the default list) runs it with the plugin's default precision
 
 Rounds alternate the backends (one run of each per round). It prints a markdown table: median seconds (every run),
 the ratio peer / ours (> 1: ours is faster), the median CPU seconds (user + system: steadier than wall time on
@@ -41,13 +43,19 @@ import time
 import numpy as np
 from scipy import stats
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-DATA_DIR = os.environ.get("BERT_FLOW_DATA", str(REPO.parent / "shared" / "data"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+# pylint: disable=wrong-import-position
+from bench.encode import DATA_DIR
+from bench.encode import REPO
+from bench.encode import stsb_sentences
+from bert_flow_tf.data import sts
+
 PEERS = ("st-torch", "st-onnx-fp32", "st-onnx-int8", "st-openvino")
 # backend -> (sentence-transformers backend, model file inside the model folder)
 _PEER_FILES = {"st-torch": ("torch", None), "st-onnx-fp32": ("onnx", "onnx/model.onnx"),
                "st-onnx-int8": ("onnx", "onnx/model_quint8_avx2.onnx"),
-               "st-openvino": ("openvino", "openvino/openvino_model.xml")}
+               "st-openvino": ("openvino", "openvino/openvino_model.xml"),
+               "st-openvino-default": ("openvino-default", "openvino/openvino_model.xml")}
 
 _EXPORT = """
 import shutil, sys
@@ -63,7 +71,9 @@ _PEER_RUN = """
 import sys, numpy as np
 from sentence_transformers import SentenceTransformer
 path, sentence_file, out, backend, file_name = sys.argv[1:6]
-kwargs = {} if backend == "torch" else dict(backend=backend, model_kwargs={"file_name": file_name})
+kwargs = {} if backend == "torch" else dict(backend=backend.split("-")[0], model_kwargs={"file_name": file_name})
+if backend == "openvino":  # fp32: OpenVINO's CPU plugin computes in bf16 by default where the CPU has bf16
+  kwargs["model_kwargs"]["ov_config"] = {"INFERENCE_PRECISION_HINT": "f32"}
 m = SentenceTransformer(path, device="cpu", **kwargs)
 m.max_seq_length = 64
 sentences = open(sentence_file, encoding="utf-8").read().split("\\n")[:-1]
@@ -71,21 +81,10 @@ np.save(out, m.encode(sentences, batch_size=64, show_progress_bar=False))
 """
 
 
-def stsb_sentences(data_dir):
-  """The distinct STS-B sentences (train, dev, test), sorted."""
-  found = set()
-  for split in ("train", "dev", "test"):
-    with open(os.path.join(data_dir, "stsbenchmark", f"sts-{split}.csv"), encoding="utf-8") as f:
-      for line in f:
-        found.update(line.rstrip("\n").split("\t")[5:7])
-  return sorted(found)
-
-
 def stsb_test(data_dir):
   """STS-B test: (sentence1 list, sentence2 list, gold scores)."""
-  with open(os.path.join(data_dir, "stsbenchmark", "sts-test.csv"), encoding="utf-8") as f:
-    rows = [line.rstrip("\n").split("\t") for line in f]
-  return [r[5] for r in rows], [r[6] for r in rows], [float(r[4]) for r in rows]
+  test = sts.load_stsb(data_dir)[2]
+  return list(test.sentences_a), list(test.sentences_b), list(test.labels)
 
 
 def peer_model(peers_python, work_dir):
@@ -102,7 +101,7 @@ def peer_model(peers_python, work_dir):
 
 def command(backend, args, model, sentence_file, out):
   """(argv, cwd) of one run."""
-  if backend in PEERS:
+  if backend in _PEER_FILES:
     st_backend, file_name = _PEER_FILES[backend]
     return [args.peers_python, "-c", _PEER_RUN, model, sentence_file, out, st_backend, file_name or ""], None
   checkout = dict(args.ours)[backend]
@@ -147,9 +146,9 @@ def main():
   backends = []
   for b in args.backends.split(","):
     backends += [label for label, _ in args.ours] if b == "ours" else [b]
-  unknown = [b for b in backends if b not in PEERS and b not in dict(args.ours)]
+  unknown = [b for b in backends if b not in _PEER_FILES and b not in dict(args.ours)]
   if unknown:
-    parser.error(f"unknown backends {unknown}; known: ours, {', '.join(PEERS)}")
+    parser.error(f"unknown backends {unknown}; known: ours, {', '.join(_PEER_FILES)}")
 
   env = collections.defaultdict(dict)
   for e in args.env:
@@ -157,14 +156,14 @@ def main():
     name, value = assignment.split("=", 1)
     env[label][name] = value
   os.makedirs(args.work_dir, exist_ok=True)
-  sentences = stsb_sentences(args.data_dir)
+  sentences = sorted(stsb_sentences(args.data_dir))
   if args.sentences:
     sentences = sorted(random.Random(0).sample(sentences, args.sentences))
   sentence_file = os.path.join(args.work_dir, f"sentences_{len(sentences)}.txt")
   with open(sentence_file, "w", encoding="utf-8") as f:
     f.write("\n".join(sentences) + "\n")
   model = peer_model(args.peers_python, args.work_dir) \
-      if any(b in PEERS for b in backends) and not args.report else None
+      if any(b in _PEER_FILES for b in backends) and not args.report else None
 
   if args.report:
     with open(args.report, encoding="utf-8") as f:
