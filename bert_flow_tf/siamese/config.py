@@ -13,7 +13,7 @@ class SiameseConfig:
   Attributes:
     task_name: str. A task of `bert_flow_tf.data.TASKS`: allnli, snli, mnli, sts-b, sick-r, sts-12..sts-16,
       sts-12-16, qnli.
-    data_dir: str. Data root holding SNLI/, MNLI/, stsbenchmark/, ... (README: Data).
+    data_dir: str. Data root holding SNLI/, MNLI/, stsbenchmark/, ... (docs/experiments.md: Data).
     output_dir: str. Checkpoints, export/encoder, eval and prediction files. A rerun with the same output_dir
       resumes from its latest checkpoint.
     model: str or None. A model directory (TF1, HF or TF-Hub) or preset name; None with `bert_config_file`.
