@@ -24,6 +24,7 @@ import numpy as np
 
 from bert_flow_tf import quantization
 from bert_flow_tf import search
+from bert_flow_tf.calibration import int8_ranges
 
 WORD_BITS = 64
 DEFAULT_CANDIDATES = 100
@@ -151,3 +152,33 @@ def search_codes(query_vectors, corpus, top_k=10, candidates=DEFAULT_CANDIDATES,
     ids, scores = np.take_along_axis(cand, order, axis=1), np.take_along_axis(cosine, order, axis=1)
   return [[{"corpus_id": int(i), "score": float(s)} for i, s in zip(row_ids, row_scores)]
           for row_ids, row_scores in zip(ids, scores)]
+
+
+SEARCH_PRECISIONS = ("float32", "binary")
+
+
+def semantic_search(query_vectors, corpus_vectors, top_k=10, precision="float32", rescore=True,
+                    candidates=DEFAULT_CANDIDATES, ranges=None):
+  """`search.semantic_search` (precision "float32") or `search_codes` over the corpus's codes ("binary").
+
+  Args:
+    query_vectors: float [n, D'] or [D'].
+    corpus_vectors: float [M, D'].
+    top_k, rescore, candidates: see `search_codes` (candidates is raised to top_k when smaller).
+    precision: str, one of SEARCH_PRECISIONS.
+    ranges: float [2, D'], the int8 ranges of the rescoring (a calibration's `int8_ranges`); None: fitted on the
+      corpus vectors (`int8_ranges.fit_ranges`).
+
+  Returns:
+    list of n lists of {"corpus_id": int, "score": float}, best first.
+  """
+  if precision not in SEARCH_PRECISIONS:
+    raise ValueError(f"search precision {precision!r} is not supported; use one of {', '.join(SEARCH_PRECISIONS)}")
+  if precision == "float32":
+    return search.semantic_search(query_vectors, corpus_vectors, top_k)
+  corpus_vectors = np.asarray(corpus_vectors, np.float32)
+  if ranges is None:
+    ranges = int8_ranges.fit_ranges(corpus_vectors)
+  if not isinstance(top_k, bool) and isinstance(top_k, (int, np.integer)) and isinstance(candidates, int):
+    candidates = max(candidates, top_k)
+  return search_codes(query_vectors, CorpusCodes.of(corpus_vectors, ranges), top_k, candidates, rescore)

@@ -31,9 +31,11 @@ import tensorflow as tf
 
 from bert_flow_tf import quantization
 from bert_flow_tf import quantized_search
+from bert_flow_tf.calibration import int8_ranges
 from bert_flow_tf.serving import export as export_lib
 
 KIND = "binary_search"
+BLOCK_ROWS = 16384  # corpus sentences encoded at a time by export_encoder_corpus
 _QUERY_PARALLELISM = 4   # queries searched at once inside a batch (tf.map_fn's parallel_iterations)
 
 
@@ -184,3 +186,42 @@ def export_binary_search(embedder, flow, blocks, rows, ranges, export_dir, versi
   model = _BinarySearchModel(embedder, flow, corpus, sentences)
   export_lib._save_atomically(model, path, {"serving_default": model.serve_search})  # pylint: disable=protected-access
   return path
+
+
+def export_encoder_corpus(encoder, flow, corpus, export_dir, truncate_dim=None, version=1, overwrite=False):
+  """`export_binary_search` for a SentenceEncoder: its corpus encoded BLOCK_ROWS sentences at a time (read from its
+  store when it has a cache_dir), calibrated, cut to the first `truncate_dim` dimensions.
+
+  The int8 ranges are the calibration's; an encoder without (no calibration, or one saved before ranges were
+  fitted) fits them on the corpus by the same rule, in a first pass over its blocks.
+
+  Args:
+    encoder: bert_flow_tf.SentenceEncoder.
+    flow: what its text model chains (a glow.Glow, an export.Affine, or None).
+    corpus: list of M >= 1 str.
+    export_dir, version, overwrite: as `export_binary_search`.
+    truncate_dim: int in 1..D, or None (all D).
+
+  Returns:
+    str, the SavedModel directory.
+  """
+  dim = encoder.dim if truncate_dim is None else check_truncate_dim(truncate_dim, encoder.dim)
+  if not corpus:
+    raise ValueError("a binary search export needs a corpus of at least one sentence")
+
+  def blocks():
+    for start in range(0, len(corpus), BLOCK_ROWS):
+      block = corpus[start:start + BLOCK_ROWS]
+      yield block, encoder.encode(block, show_progress_bar=False)[:, :dim]
+
+  ranges = None if encoder.calibration is None else encoder.calibration.int8_ranges
+  ranges = int8_ranges.fit_ranges(v for _, v in blocks()) if ranges is None else ranges[:, :dim]
+  return export_binary_search(encoder.embedder, flow, blocks(), len(corpus), ranges, export_dir, version,
+                              overwrite)
+
+
+def check_truncate_dim(truncate_dim, dim):
+  """Returns truncate_dim if it is an int in 1..dim, else raises ValueError."""
+  if isinstance(truncate_dim, bool) or not isinstance(truncate_dim, (int, np.integer)) or not 1 <= truncate_dim <= dim:
+    raise ValueError(f"truncate_dim must be an int in 1..{dim} (the embedding width), got {truncate_dim!r}")
+  return int(truncate_dim)
