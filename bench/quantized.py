@@ -14,9 +14,9 @@ Prints one markdown table (and writes the numbers as JSON with --json_out). Vect
 Quality: STS-B test Spearman x100 of the cosine of the codes as integers (int8), of 1 - 2 hamming / D (binary).
 Recall@10: --queries sentences drawn (seed 0) from the STS-B, SICK and SNLI sentences, searched in the 63,294-sentence
 corpus (itself left out), against exact fp32 cosine search of the same vectors at the same width.
-Scale (last-avg, whitening, k = --scale_dim): the corpus padded to --sizes vectors with draws from the Gaussian fitted
-to the corpus's calibrated vectors; recall@10 of binary + int8 rescoring (--candidates) against exact fp32 over the
-padded corpus; the binary search SavedModel (real BERT + whitening, `serving.binary_search`) exported, its size on
+Scale (last-avg, whitening, the first k of --scale_dims dimensions): the corpus padded to --sizes vectors with draws
+from the Gaussian fitted to the corpus's calibrated vectors; recall@10 of binary + int8 rescoring (each of
+--scale_candidates) against exact fp32 at the same width over the padded corpus, for --scale_queries queries; the binary search SavedModel (real BERT + whitening, `serving.binary_search`) exported, its size on
 disk and load time, one-query latency p50/p99 and queries/s at batch 64 through the TF1 session loader (as TF
 Serving runs it); beside it the exact fp32 search model (`search/1`) at the smallest size, and faiss-cpu's
 IndexBinaryFlat over the same codes (in a separate venv: --faiss_python, numpy + faiss-cpu; skipped without one).
@@ -25,7 +25,8 @@ sentence-transformers' `quantize_embeddings` needs torch, not installed here: it
 
 Usage (from the repository root; minutes on a quiet 2-core CPU, the first run embeds the corpus):
   python bench/quantized.py [--quick] [--cache_dir exp/store] [--sizes 100000,1000000] [--json_out out.json]
---quick: 300 queries, widths full and 128, scale at 100,000 only, 30 latency requests.
+--quick: 300 queries, widths full and 128, scale at 100,000 and k = 128 only, 100 queries there, 30 latency
+requests. --parts quality or scale runs one half (scale fits the calibrations it needs first).
 """
 import argparse
 import json
@@ -180,46 +181,48 @@ def dir_mb(path):
 
 
 def scale(args, corpus, calibrations, query_ids, workdir):
-  """Recall, size, load time and latency of the binary search at each size (last-avg, whitening, k)."""
-  k = args.scale_dim
+  """Recall, size, load time and latency of the binary search at each size and width (last-avg, whitening)."""
   enc = SentenceEncoder.from_pretrained("all-minilm-l6-v2", pooling="last-avg", cache_dir=args.cache_dir)
   cal = calibrations[("last-avg", "whitening")]
-  x = cal.transform(enc.encode_raw(corpus))[:, :k]
-  ranges = cal.int8_ranges[:, :k]
+  x_full = cal.transform(enc.encode_raw(corpus))
   affine = export.Affine(cal.method, *cal.affine())
+  query_ids = query_ids[:args.scale_queries]
   queries = [corpus[i] for i in query_ids]
   out = []
-  for size in args.sizes:
-    big = padded(x, size)
-    q = big[query_ids]
-    want = np.concatenate([exact_top(q[i:i + 100], big, 10, query_ids[i:i + 100]) for i in range(0, len(q), 100)])
-    sentences = corpus + [f"synthetic vector {i}" for i in range(len(corpus), size)]
-    blocks = ((sentences[s:s + 65536], big[s:s + 65536]) for s in range(0, size, 65536))
-    start = time.perf_counter()
-    path = binary_search.export_binary_search(enc.embedder, affine, blocks, size, ranges,
-                                              os.path.join(workdir, f"bin{size}"))
-    row = {"size": size, "export_s": time.perf_counter() - start, "export_mb": dir_mb(path)}
-    start = time.perf_counter()
-    session = session_loader.SessionModel(path)
-    row["load_s"] = time.perf_counter() - start
-    index = binary_search.BinaryIndex(quantized_search.CorpusCodes.of(big, ranges))
-    got = np.concatenate([index.search_vectors(tf.constant(q[i:i + 64]), tf.constant(11),
-                                               tf.constant(args.candidates))[0].numpy()
-                          for i in range(0, len(q), 64)])
-    row["recall@10"] = recall(drop_self(got, query_ids, 10), want)
-    row.update(time_session(session, queries, 10, args.candidates, 64, args.latency_requests))
-    session.close()
-    del index
-    if size == args.sizes[0]:
+  for dim in args.scale_dims:
+    x, ranges = x_full[:, :dim], cal.int8_ranges[:, :dim]
+    for size in args.sizes:
+      big = padded(x, size)
+      q = big[query_ids]
+      want = np.concatenate([exact_top(q[i:i + 50], big, 10, query_ids[i:i + 50]) for i in range(0, len(q), 50)])
+      sentences = corpus + [f"synthetic vector {i}" for i in range(len(corpus), size)]
+      blocks = ((sentences[s:s + 65536], big[s:s + 65536]) for s in range(0, size, 65536))
       start = time.perf_counter()
-      exact = export.export_search_model(enc.embedder, affine, big, sentences, os.path.join(workdir, f"fp{size}"))
-      row["fp32_export_mb"] = dir_mb(exact)
-      session = session_loader.SessionModel(exact)
-      row["fp32"] = time_session(session, queries, 10, None, 64, args.latency_requests, extra=True)
+      path = binary_search.export_binary_search(enc.embedder, affine, blocks, size, ranges,
+                                                os.path.join(workdir, f"bin{dim}-{size}"))
+      row = {"dim": dim, "size": size, "export_s": time.perf_counter() - start, "export_mb": dir_mb(path)}
+      start = time.perf_counter()
+      session = session_loader.SessionModel(path)
+      row["load_s"] = time.perf_counter() - start
+      index = binary_search.BinaryIndex(quantized_search.CorpusCodes.of(big, ranges))
+      row["candidates"] = {}
+      for c in args.scale_candidates:
+        got = np.concatenate([index.search_vectors(tf.constant(q[i:i + 50]), tf.constant(11), tf.constant(c))[0]
+                              .numpy() for i in range(0, len(q), 50)])
+        row["candidates"][c] = {"recall@10": recall(drop_self(got, query_ids, 10), want),
+                                **time_session(session, queries, 10, c, 64, args.latency_requests)}
       session.close()
-    row["faiss"] = faiss_row(args, big, q, query_ids, want, ranges, workdir)
-    out.append(row)
-    print(f"  scale {size}: {json.dumps(row)}", file=sys.stderr, flush=True)
+      del index
+      if size == args.sizes[0] and dim == x_full.shape[1]:  # the exact model searches the text model's width
+        exact = export.export_search_model(enc.embedder, affine, big, sentences, os.path.join(workdir, f"fp{size}"))
+        row["fp32_export_mb"] = dir_mb(exact)
+        session = session_loader.SessionModel(exact)
+        row["fp32"] = time_session(session, queries, 10, None, 64, args.latency_requests, extra=True)
+        session.close()
+      row["faiss"] = faiss_row(args, big, q, query_ids, want, ranges, workdir)
+      out.append(row)
+      print(f"  scale {dim} {size}: {json.dumps(row)}", file=sys.stderr, flush=True)
+      del big
   return out
 
 
@@ -230,7 +233,7 @@ def faiss_row(args, big, q, query_ids, want, ranges, workdir):
     return None
   np.save(os.path.join(workdir, "codes.npy"), quantization.quantize_embeddings(big, "ubinary"))
   np.save(os.path.join(workdir, "queries.npy"), quantization.quantize_embeddings(q, "ubinary"))
-  result = subprocess.run([args.faiss_python, str(FAISS_SCRIPT), workdir, str(args.candidates),
+  result = subprocess.run([args.faiss_python, str(FAISS_SCRIPT), workdir, str(args.scale_candidates[-1]),
                            str(args.latency_requests)], capture_output=True, text=True, check=True)
   row = json.loads(result.stdout)
   cand = np.load(os.path.join(workdir, "candidates.npy"))                            # [n, C]
@@ -251,42 +254,46 @@ def table(args, results, scale_rows):
       for precision, (rho, rec) in precisions.items():
         lines.append(f"| {pooling} | {space} | {width} | {precision} | {'' if rho is None else f'{rho:.2f}'} | "
                      f"{rec:.3f} |")
-  lines += ["", "| scale (last-avg, whitening, k=%d) | export MB | load s | recall@10 | p50 ms | p99 ms | "
-            "queries/s, batch 64 |" % args.scale_dim, "|---|---|---|---|---|---|---|"]
+  lines += ["", "| search, last-avg whitening | export MB | load s | recall@10 | p50 ms | p99 ms | "
+            "queries/s, batch 64 |", "|---|---|---|---|---|---|---|"]
   for row in scale_rows:
-    lines.append(f"| binary_search, {row['size']:,} vectors | {row['export_mb']:.0f} | {row['load_s']:.1f} | "
-                 f"{row['recall@10']:.3f} | {row['p50_ms']:.1f} | {row['p99_ms']:.1f} | "
-                 f"{row['queries_per_s_batch64']:.0f} |")
+    where = f"{row['size']:,} vectors, k={row['dim']}"
+    for c, r in row["candidates"].items():
+      lines.append(f"| binary_search, {where}, {c} candidates | {row['export_mb']:.0f} | {row['load_s']:.1f} | "
+                   f"{r['recall@10']:.3f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['queries_per_s_batch64']:.0f} |")
     if "fp32" in row:
       f = row["fp32"]
-      lines.append(f"| exact fp32 search/1, {row['size']:,} vectors | {row['fp32_export_mb']:.0f} | | 1.000 | "
+      lines.append(f"| exact fp32 search/1, {where} | {row['fp32_export_mb']:.0f} | | 1.000 | "
                    f"{f['p50_ms']:.1f} | {f['p99_ms']:.1f} | {f['queries_per_s_batch64']:.0f} |")
     if row.get("faiss"):
       f = row["faiss"]
-      lines.append(f"| faiss IndexBinaryFlat (no BERT), {row['size']:,} vectors | | | {f['recall@10']:.3f} | "
-                   f"{f['p50_ms']:.2f} | {f['p99_ms']:.2f} | {f['queries_per_s_batch64']:.0f} |")
+      lines.append(f"| faiss IndexBinaryFlat (search only, no BERT), {where}, {args.scale_candidates[-1]} "
+                   f"candidates rescored with int8 | | | {f['recall@10']:.3f} | {f['p50_ms']:.2f} | "
+                   f"{f['p99_ms']:.2f} | {f['queries_per_s_batch64']:.0f} |")
   lines += ["", "| target | measured | met |", "|---|---|---|"]
-  for pooling in POOLINGS:
-    for space in ("raw", "whitening", "flow"):
-      for width, p in results[(pooling, space)].items():
-        if "top variance" in width:
-          continue
-        gap = p["int8"][0] - p["float32"][0]
-        lines.append(f"| int8 >= fp32 - 0.3: {pooling} {space} {width} | {gap:+.2f} | "
-                     f"{'yes' if gap >= -0.3 else f'no, by {-0.3 - gap:.2f}'} |")
-  full = results[("last-avg", "whitening")]["full"]["float32"][0]
-  for space in ("whitening", "flow"):
-    cut = results[("last-avg", space)][f"k=128"]["int8"][0] if "k=128" in results[("last-avg", space)] else None
+  for (pooling, space), widths in results.items():
+    for width, p in widths.items():
+      if "top variance" in width:
+        continue
+      gap = p["int8"][0] - p["float32"][0]
+      lines.append(f"| int8 >= fp32 - 0.3: {pooling} {space} {width} | {gap:+.2f} | "
+                   f"{'yes' if gap >= -0.3 else f'no, by {-0.3 - gap:.2f}'} |")
+  for space in ("whitening", "flow") if results else ():
+    cut = results[("last-avg", space)]["k=128"]["int8"][0]
     if cut is not None:
       full = results[("last-avg", space)]["full"]["float32"][0]
       lines.append(f"| int8 k=128 >= fp32 full - 0.5: last-avg {space} | {cut - full:+.2f} | "
                    f"{'yes' if cut - full >= -0.5 else f'no, by {-0.5 - (cut - full):.2f}'} |")
   for row in scale_rows:
-    r, p50, mb = row["recall@10"], row["p50_ms"], row["export_mb"]
-    lines.append(f"| recall@10 >= 0.95 at {row['size']:,} | {r:.3f} | {'yes' if r >= 0.95 else f'no, by {0.95 - r:.3f}'} |")
-    lines.append(f"| one-query p50 <= 25 ms at {row['size']:,} | {p50:.1f} ms | "
-                 f"{'yes' if p50 <= 25 else f'no, by {p50 - 25:.1f} ms'} |")
-    lines.append(f"| export < 200 MB at {row['size']:,} | {mb:.0f} MB | {'yes' if mb < 200 else f'no, by {mb - 200:.0f} MB'} |")
+    where = f"{row['size']:,} vectors, k={row['dim']}"
+    for c, r in row["candidates"].items():
+      rec, p50 = r["recall@10"], r["p50_ms"]
+      lines.append(f"| recall@10 >= 0.95: {where}, {c} candidates | {rec:.3f} | "
+                   f"{'yes' if rec >= 0.95 else f'no, by {0.95 - rec:.3f}'} |")
+      lines.append(f"| one-query p50 <= 25 ms: {where}, {c} candidates | {p50:.1f} ms | "
+                   f"{'yes' if p50 <= 25 else f'no, by {p50 - 25:.1f} ms'} |")
+    mb = row["export_mb"]
+    lines.append(f"| export < 200 MB: {where} | {mb:.0f} MB | {'yes' if mb < 200 else f'no, by {mb - 200:.0f} MB'} |")
   return "\n".join(lines)
 
 
@@ -298,15 +305,20 @@ def main():
   parser.add_argument("--queries", type=int, default=1000)
   parser.add_argument("--candidates", type=int, default=100)
   parser.add_argument("--sizes", default="100000,1000000")
-  parser.add_argument("--scale_dim", type=int, default=128)
+  parser.add_argument("--scale_dims", default="128,384", help="widths of the search exports")
+  parser.add_argument("--scale_candidates", default="100,1000", help="Hamming candidates rescored")
+  parser.add_argument("--scale_queries", type=int, default=300, help="queries of the recall and latency at scale")
   parser.add_argument("--latency_requests", type=int, default=200)
   parser.add_argument("--faiss_python", default="/tmp/qvenv/bin/python")
   parser.add_argument("--json_out", default=None)
+  parser.add_argument("--parts", default="quality,scale")
   args = parser.parse_args()
   args.widths = (128,) if args.quick else (128, 64)
   args.sizes = [100000] if args.quick else [int(s) for s in args.sizes.split(",")]
+  args.scale_dims = [128] if args.quick else [int(d) for d in args.scale_dims.split(",")]
+  args.scale_candidates = [int(c) for c in args.scale_candidates.split(",")]
   if args.quick:
-    args.queries, args.latency_requests = 300, 30
+    args.queries, args.latency_requests, args.scale_queries = 300, 30, 100
   load_before = os.getloadavg()
   corpus = task_sentences(args.data_dir, CORPUS_TASKS)
   fit_sentences = task_sentences(args.data_dir, ("sts-b",))
@@ -316,9 +328,16 @@ def main():
   stsb_test = tasks.load_task("sts-b", args.data_dir).test[0]
   print(f"corpus {len(corpus)} sentences, fit set {len(fit_sentences)}, {len(query_ids)} queries",
         file=sys.stderr, flush=True)
-  results, calibrations = quality(args, corpus, fit_sentences, stsb_test, query_ids)
-  with tempfile.TemporaryDirectory() as workdir:
-    scale_rows = scale(args, corpus, calibrations, query_ids, workdir)
+  parts = args.parts.split(",")
+  if "quality" in parts:
+    results, calibrations = quality(args, corpus, fit_sentences, stsb_test, query_ids)
+  else:
+    results, calibrations = {}, {("last-avg", "whitening"): calibrator.fit("whitening", SentenceEncoder.from_pretrained(
+        "all-minilm-l6-v2", pooling="last-avg", cache_dir=args.cache_dir).encode_raw(fit_sentences))}
+  scale_rows = []
+  if "scale" in parts:
+    with tempfile.TemporaryDirectory() as workdir:
+      scale_rows = scale(args, corpus, calibrations, query_ids, workdir)
   print(table(args, results, scale_rows))
   print(f"\nload average before {load_before}, after {os.getloadavg()}; TF {tf.__version__}")
   if args.json_out:

@@ -32,8 +32,10 @@ import os
 import numpy as np
 
 import glow
+from bert_flow_tf.serving import binary_search
 from bert_flow_tf.serving import export as export_lib
 from bert_flow_tf import loaders
+from bert_flow_tf import quantized_search
 from bert_flow_tf import search
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import fitted_flow
@@ -293,7 +295,17 @@ class SentenceEncoder(search.SearchMixin):
     self._set_calibration(calibrator.load(flow_dir))
     return self
 
-  def export(self, export_dir, version=1, overwrite=False, corpus=None):
+  def semantic_search(self, queries, corpus, top_k=10, precision="float32", rescore=True,
+                      candidates=quantized_search.DEFAULT_CANDIDATES):
+    """Top-k of each query in the corpus: exact cosine ("float32"), or ("binary") by Hamming distance of the sign
+    bits, the `candidates` nearest rescored by cosine with their int8 codes (the calibration's int8 ranges;
+    bert_flow_tf/quantized_search.py). Arguments and result as `search.SearchMixin.semantic_search`."""
+    ranges = None if self.calibration is None else self.calibration.int8_ranges
+    return quantized_search.semantic_search(self.vectors_of(queries), self.vectors_of(corpus), top_k, precision,
+                                            rescore, candidates, ranges)
+
+  def export(self, export_dir, version=1, overwrite=False, corpus=None, search="float32", truncate_dim=None,
+             precisions=()):
     """Writes the servable SavedModels (README: Encoding and serving; bert_flow_tf/serving/export.py).
 
     export_dir/text/<version> (strings in), export_dir/ids/<version> (token ids in) and export_info.json, as
@@ -307,9 +319,13 @@ class SentenceEncoder(search.SearchMixin):
       version: int >= 1, TF Serving's version directory.
       overwrite: bool, replace existing versions.
       corpus: None, a list of str, or the path of a UTF-8 file with one sentence per line.
+      search: "float32" (search/<version>, exact) or "binary" (binary_search/<version>: Hamming search with int8
+        rescoring, its corpus encoded a block at a time; serving/binary_search.py).
+      truncate_dim: int or None, the binary search's width: the first truncate_dim calibrated dimensions.
+      precisions: quantization precisions ("int8", "binary", ...) the text model also returns, one output each.
 
     Returns:
-      dict: "text", "ids", "search" (with a corpus) (the SavedModel directories) and "info" (the JSON file).
+      dict: "text", "ids", "search" or "binary_search" (with a corpus) (the SavedModel directories) and "info".
 
     Raises:
       ValueError: an empty corpus.
@@ -321,8 +337,19 @@ class SentenceEncoder(search.SearchMixin):
       flow = self.calibration.glow
     elif self.calibration is not None:
       flow = export_lib.Affine(self.calibration.method, *self.calibration.affine())
-    paths = export_lib.export_models(self.embedder, flow, export_dir, version=version, overwrite=overwrite)
-    if corpus is not None:
+    if search not in quantized_search.SEARCH_PRECISIONS:
+      raise ValueError(f"search precision {search!r} is not supported; use one of "
+                       f"{', '.join(quantized_search.SEARCH_PRECISIONS)}")
+    quantizer = None
+    if precisions:
+      quantizer = binary_search.GraphQuantizer(precisions, None if self.calibration is None else
+                                               self.calibration.int8_ranges, self.dim)
+    paths = export_lib.export_models(self.embedder, flow, export_dir, version=version, overwrite=overwrite,
+                                     quantizer=quantizer)
+    if corpus is not None and search == "binary":
+      paths["binary_search"] = binary_search.export_encoder_corpus(self, flow, list(corpus), export_dir,
+                                                                   truncate_dim, version, overwrite)
+    elif corpus is not None:
       paths["search"] = export_lib.export_search_model(self.embedder, flow, self.encode(corpus), list(corpus),
                                                        export_dir, version=version, overwrite=overwrite)
     return paths

@@ -173,22 +173,31 @@ def test_an_encoders_corpus_exports_block_by_block_and_exported_encoder_searches
   enc = bert_flow_tf.SentenceEncoder(SentenceEmbedder(tiny_model(tmp_path / "bert"), "last-avg", 16),
                                      cache_dir=str(tmp_path / "store"))
   enc.fit(SENTENCES, method="whitening")
-  flow = export.Affine(enc.calibration.method, *enc.calibration.affine())
-  export.export_models(enc.embedder, flow, str(tmp_path / "exp"))
-  monkeypatch.setattr(binary_search, "BLOCK_ROWS", 4)     # 23 sentences in 6 blocks
-  binary_search.export_encoder_corpus(enc, flow, SENTENCES, str(tmp_path / "exp"), truncate_dim=10)
-  served = bert_flow_tf.ExportedEncoder(str(tmp_path / "exp"))
+  ranges = enc.calibration.int8_ranges
   queries = ["a man plays", "the dog"]
+  assert enc.semantic_search(queries, SENTENCES, top_k=3, precision="binary", candidates=8) == \
+      quantized_search.semantic_search(enc.encode(queries), enc.encode(SENTENCES), 3, "binary", candidates=8,
+                                       ranges=ranges)
+  monkeypatch.setattr(binary_search, "BLOCK_ROWS", 4)     # 23 sentences in 6 blocks
+  paths = enc.export(str(tmp_path / "exp"), corpus=SENTENCES, search="binary", truncate_dim=10,
+                     precisions=("int8", "binary"))
+  assert sorted(paths) == ["binary_search", "ids", "info", "text"]
+  served = bert_flow_tf.ExportedEncoder(str(tmp_path / "exp"))
   got = served.search(queries, k=3, precision="binary", candidates=8)
   want = quantized_search.semantic_search(enc.encode(queries)[:, :10], enc.encode(SENTENCES)[:, :10], 3,
-                                          "binary", candidates=8, ranges=enc.calibration.int8_ranges[:, :10])
+                                          "binary", candidates=8, ranges=ranges[:, :10])
   assert [[h["corpus_id"] for h in row] for row in got] == [[h["corpus_id"] for h in row] for row in want]
   np.testing.assert_allclose([[h["score"] for h in row] for row in got],
                              [[h["score"] for h in row] for row in want], atol=1e-5)
   assert got[0][0]["sentence"] == SENTENCES[got[0][0]["corpus_id"]]
+  out = served.text_model.signatures["serving_default"](sentences=tf.constant(queries))
+  np.testing.assert_array_equal(out["embeddings_int8"].numpy(),
+                                quantization.quantize_embeddings(out["embeddings"].numpy(), "int8", ranges=ranges))
   with pytest.raises(ValueError, match="no float32 search model"):
     served.search(queries, precision="float32")
   with pytest.raises(ValueError, match="search precision 'int8' is not supported"):
     served.search(queries, precision="int8")
+  with pytest.raises(ValueError, match="search precision 'int8' is not supported"):
+    enc.semantic_search(queries, SENTENCES, precision="int8")
   with pytest.raises(ValueError, match=r"truncate_dim must be an int in 1..16 \(the embedding width\), got 17"):
-    binary_search.export_encoder_corpus(enc, flow, SENTENCES, str(tmp_path / "other"), truncate_dim=17)
+    enc.export(str(tmp_path / "other"), corpus=SENTENCES, search="binary", truncate_dim=17)
