@@ -200,7 +200,9 @@ def scale(args, corpus, calibrations, query_ids, workdir):
       start = time.perf_counter()
       path = binary_search.export_binary_search(enc.embedder, affine, blocks, size, ranges,
                                                 os.path.join(workdir, f"bin{dim}-{size}"))
-      row = {"dim": dim, "size": size, "export_s": time.perf_counter() - start, "export_mb": dir_mb(path)}
+      row = {"dim": dim, "size": size, "export_s": time.perf_counter() - start, "export_mb": dir_mb(path),
+             "corpus_mb": (size * (8 * quantized_search.num_words(dim) + dim)
+                           + sum(len(t.encode("utf-8")) for t in sentences)) / 1e6}
       start = time.perf_counter()
       session = session_loader.SessionModel(path)
       row["load_s"] = time.perf_counter() - start
@@ -254,12 +256,13 @@ def table(args, results, scale_rows):
       for precision, (rho, rec) in precisions.items():
         lines.append(f"| {pooling} | {space} | {width} | {precision} | {'' if rho is None else f'{rho:.2f}'} | "
                      f"{rec:.3f} |")
-  lines += ["", "| search, last-avg whitening | export MB | load s | recall@10 | p50 ms | p99 ms | "
+  lines += ["", "| search, last-avg whitening | export MB (corpus) | load s | recall@10 | p50 ms | p99 ms | "
             "queries/s, batch 64 |", "|---|---|---|---|---|---|---|"]
   for row in scale_rows:
     where = f"{row['size']:,} vectors, k={row['dim']}"
     for c, r in row["candidates"].items():
-      lines.append(f"| binary_search, {where}, {c} candidates | {row['export_mb']:.0f} | {row['load_s']:.1f} | "
+      lines.append(f"| binary_search, {where}, {c} candidates | {row['export_mb']:.0f} ({row['corpus_mb']:.0f}) | "
+                   f"{row['load_s']:.1f} | "
                    f"{r['recall@10']:.3f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['queries_per_s_batch64']:.0f} |")
     if "fp32" in row:
       f = row["fp32"]
@@ -292,8 +295,9 @@ def table(args, results, scale_rows):
                    f"{'yes' if rec >= 0.95 else f'no, by {0.95 - rec:.3f}'} |")
       lines.append(f"| one-query p50 <= 25 ms: {where}, {c} candidates | {p50:.1f} ms | "
                    f"{'yes' if p50 <= 25 else f'no, by {p50 - 25:.1f} ms'} |")
-    mb = row["export_mb"]
-    lines.append(f"| export < 200 MB: {where} | {mb:.0f} MB | {'yes' if mb < 200 else f'no, by {mb - 200:.0f} MB'} |")
+    mb = row["corpus_mb"]
+    lines.append(f"| corpus < 200 MB beside BERT: {where} | {mb:.0f} MB (whole export {row['export_mb']:.0f} MB) | "
+                 f"{'yes' if mb < 200 else f'no, by {mb - 200:.0f} MB'} |")
   return "\n".join(lines)
 
 
