@@ -16,8 +16,9 @@ Recall@10: --queries sentences drawn (seed 0) from the STS-B, SICK and SNLI sent
 corpus (itself left out), against exact fp32 cosine search of the same vectors at the same width.
 Scale (last-avg, whitening, the first k of --scale_dims dimensions): the corpus padded to --sizes vectors with draws
 from the Gaussian fitted to the corpus's calibrated vectors; recall@10 of binary + int8 rescoring (each of
---scale_candidates) against exact fp32 at the same width over the padded corpus, for --scale_queries queries; the binary search SavedModel (real BERT + whitening, `serving.binary_search`) exported, its size on
-disk and load time, one-query latency p50/p99 and queries/s at batch 64 through the TF1 session loader (as TF
+--scale_candidates) against exact fp32 at the same width over the padded corpus, for --scale_queries queries; the
+binary search SavedModel (real BERT + whitening, `serving.binary_search`) exported, its size on disk (and the
+corpus's own: words, codes and sentences) and load time, one-query latency p50/p99 and queries/s at batch 64 through the TF1 session loader (as TF
 Serving runs it); beside it the exact fp32 search model (`search/1`) at the smallest size, and faiss-cpu's
 IndexBinaryFlat over the same codes (in a separate venv: --faiss_python, numpy + faiss-cpu; skipped without one).
 sentence-transformers' `quantize_embeddings` needs torch, not installed here: its layouts are those of
@@ -307,6 +308,7 @@ def main():
   parser.add_argument("--cache_dir", default=str(REPO / "exp" / "store"))
   parser.add_argument("--quick", action="store_true")
   parser.add_argument("--queries", type=int, default=1000)
+  parser.add_argument("--widths", default="128,64", help="truncated widths besides the full one")
   parser.add_argument("--candidates", type=int, default=100)
   parser.add_argument("--sizes", default="100000,1000000")
   parser.add_argument("--scale_dims", default="128,384", help="widths of the search exports")
@@ -317,7 +319,7 @@ def main():
   parser.add_argument("--json_out", default=None)
   parser.add_argument("--parts", default="quality,scale")
   args = parser.parse_args()
-  args.widths = (128,) if args.quick else (128, 64)
+  args.widths = (128,) if args.quick else tuple(int(k) for k in args.widths.split(","))
   args.sizes = [100000] if args.quick else [int(s) for s in args.sizes.split(",")]
   args.scale_dims = [128] if args.quick else [int(d) for d in args.scale_dims.split(",")]
   args.scale_candidates = [int(c) for c in args.scale_candidates.split(",")]
