@@ -19,8 +19,9 @@ from the Gaussian fitted to the corpus's calibrated vectors; recall@10 of binary
 --scale_candidates) against exact fp32 at the same width over the padded corpus, for --scale_queries queries; the
 binary search SavedModel (real BERT + whitening, `serving.binary_search`) exported, its size on disk (and the
 corpus's own: words, codes and sentences) and load time, one-query latency p50/p99 and queries/s at batch 64
-through the TF1 session loader (as TF Serving runs it); beside it the exact fp32 search model (`search/1`) at the smallest size, and faiss-cpu's
-IndexBinaryFlat over the same codes (in a separate venv: --faiss_python, numpy + faiss-cpu; skipped without one).
+through the TF1 session loader (as TF Serving runs it); beside it the exact fp32 search model (`search/1`) at the
+smallest size and full width, and faiss-cpu's IndexBinaryFlat over the same codes (in a separate venv:
+--faiss_python, numpy + faiss-cpu; skipped without one).
 sentence-transformers' `quantize_embeddings` needs torch, not installed here: its layouts are those of
 `bert_flow_tf.quantization` (which mirrors it, tests/quantization_test.py), so its rows are computed with that.
 
