@@ -111,15 +111,15 @@ def stage_fit(args):
 def write_random_store(folder, n, dim=384, shard_size=16384, seed=0):
   """A store folder of n random anisotropic float32 [dim] vectors under "mean-6" (MiniLM's last-avg)."""
   import numpy as np  # pylint: disable=g-import-not-at-top
-  from bert_flow_tf.embedding import store as store_lib  # pylint: disable=g-import-not-at-top
+  from bert_flow_tf.embedding import store_files  # pylint: disable=g-import-not-at-top
   rng = np.random.default_rng(seed)
   scale = np.geomspace(3.0, 0.03, dim).astype(np.float32)
   os.makedirs(os.path.join(folder, "mean-6"), exist_ok=True)
   for start in range(0, n, shard_size):
     k = min(shard_size, n - start)
-    keys = np.sort(store_lib.sentence_keys([f"synthetic {i}" for i in range(start, start + k)]))
+    keys = np.sort(store_files.sentence_keys([f"synthetic {i}" for i in range(start, start + k)]))
     vectors = rng.standard_normal((k, dim), dtype=np.float32) * scale
-    np.savez(os.path.join(folder, "mean-6", store_lib.shard_name(keys)), keys=keys, vectors=vectors)
+    np.savez(os.path.join(folder, "mean-6", store_files.shard_name(keys)), keys=keys, vectors=vectors)
   return folder
 
 

@@ -193,6 +193,7 @@ def main():
   from bert_flow_tf import loaders
   from bert_flow_tf.embedding import pipeline
   from bert_flow_tf.embedding import store as store_lib
+  from bert_flow_tf.embedding import store_files
   from bert_flow_tf.embedding.embedder import SentenceEmbedder
   from bert_flow_tf.loaders import presets
   from bert_flow_tf.utils import distribute
@@ -205,7 +206,7 @@ def main():
   sentences = stsb_sentences(args.data_dir)
   if args.limit:
     sentences = sentences[:args.limit]
-  sentences = [sentences[i] for i in np.unique(store_lib.sentence_keys(sentences), return_index=True)[1]]
+  sentences = [sentences[i] for i in np.unique(store_files.sentence_keys(sentences), return_index=True)[1]]
   model_name = args.model or presets.DEFAULT
   start = time.perf_counter()
   with strategy.scope():  # the encoder's variables live on the strategy's devices, as in run_flow

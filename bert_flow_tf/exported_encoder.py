@@ -8,6 +8,9 @@
 No model code runs: the vectors come from the SavedModels' signatures (tokenizer, BERT, pooling and flow are in
 their graphs), so an export needs this package only for these few lines, and tensorflow-text for its ops.
 
+A SavedModel is a program: `ExportedEncoder(export_dir)` loads and runs the graphs in export_dir because the caller
+named that folder. Load only exports you trust, as you would run only code you trust (docs/security.md).
+
 Legend: n = sentences, D = embedding width, k = results per query.
 """
 import json
@@ -35,7 +38,8 @@ class ExportedEncoder(search.SearchMixin):
   """An export loaded for encoding and search.
 
   Args:
-    export_dir: str, the directory SentenceEncoder.export (or run_flow.py --export_dir) wrote.
+    export_dir: str, the directory SentenceEncoder.export (or run_flow.py --export_dir) wrote; its SavedModels are
+      loaded and run (a trusted folder: see the module notes).
     version: int or None (the latest).
 
   Attributes:

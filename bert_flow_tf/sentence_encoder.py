@@ -34,6 +34,7 @@ import numpy as np
 import glow
 from bert_flow_tf.serving import binary_search
 from bert_flow_tf.serving import export as export_lib
+from bert_flow_tf import encoder_folder
 from bert_flow_tf import loaders
 from bert_flow_tf import quantized_search
 from bert_flow_tf import search
@@ -43,11 +44,8 @@ from bert_flow_tf.calibration import store_stream
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.modeling import pooling as pooling_lib
+from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
-
-INFO_FILE = "sentence_encoder.json"
-CALIBRATION_DIR = "calibration"
-FORMAT_VERSION = 1
 
 
 def fingerprint(embedder):
@@ -219,48 +217,61 @@ class SentenceEncoder(search.SearchMixin):
                        f"encoder's D={self.embedder.dim} ({self.embedder.pooling.describe()})")
     self.calibration = calibration
 
-  def save(self, path):
-    """Writes the encoder's description and calibration to the directory `path` (replaced if it exists).
+  def save(self, path, overwrite=False):
+    """Writes the encoder's description and calibration to the directory `path`, atomically.
+
+    An existing `path` is replaced only when it is empty or an earlier `save` wrote it (its sentence_encoder.json
+    and calibration/, nothing else); any other folder only with `overwrite=True`; the working directory, its
+    parents, the home directory and / never (docs/security.md).
+
+    Args:
+      path: str, the directory.
+      overwrite: bool, replace a non-empty folder that `save` did not write.
 
     Returns:
       str, path.
+
+    Raises:
+      errors.UserError: `path` may not be replaced (one line saying why and how to go on).
     """
-    source = str(self.embedder.loaded.source)
-    info = {"format_version": FORMAT_VERSION,
-            "model": os.path.abspath(source) if os.path.exists(source) else source,  # a path, or a preset name
-            "do_lower_case": bool(self.embedder.loaded.do_lower_case), "pooling": self.embedder.pooling.name,
-            "max_seq_length": self.embedder.max_seq_length, "fingerprint": self.fingerprint,
-            "calibration": None if self.calibration is None else self.calibration.method}
-    with io_utils.atomic_dir(path) as tmp:
-      with open(os.path.join(tmp, INFO_FILE), "w", encoding="utf-8") as f:
-        f.write(json.dumps(info, indent=2) + "\n")
-      if self.calibration is not None:
-        self.calibration.save(os.path.join(tmp, CALIBRATION_DIR))
+    with io_utils.atomic_dir(path, own=encoder_folder.OWN, overwrite=overwrite) as tmp:
+      encoder_folder.write(tmp, self.embedder, self.fingerprint, self.calibration)
     return path
 
   @classmethod
-  def load(cls, path, model=None, batch_size=64, cache_dir=None):
+  def load(cls, path, model=None, batch_size=64, cache_dir=None, trust_saved_model=False):
     """Restores what `save(path)` wrote: the model it names (or `model`), pooling, max_seq_length, calibration.
+
+    The folder's files are data: a model it names in TF1-checkpoint or HF safetensors format, or a preset, is
+    loaded; a SavedModel (TF-Hub format) is a program, and is loaded only when the caller names it (`model=`) or
+    opts in with `trust_saved_model=True` (docs/security.md). A relative model path is resolved against `path`.
 
     Args:
       path: str, a directory written by `save`.
       model: None (the model path or preset the file names), another path, or a loaders.LoadedModel; it must be
         the model the calibration was fitted on (same fingerprint).
       batch_size, cache_dir: as `from_pretrained`.
+      trust_saved_model: bool, load (and so run) a SavedModel that the folder's sentence_encoder.json names.
 
     Returns:
       SentenceEncoder.
 
     Raises:
-      ValueError: the model found is not the one saved (one line naming both).
+      errors.UserError: a missing, broken or unreadable file, or a SavedModel named without the opt-in (one line
+        naming the file); ValueError: the model found is not the one saved (one line naming both).
     """
-    info = _read_info(path)
+    info = encoder_folder.read_info(path)
     if model is None:
-      model = info["model"]
-    encoder = cls.from_pretrained(
-        model, pooling=info["pooling"], max_seq_length=info["max_seq_length"], batch_size=batch_size,
-        cache_dir=cache_dir, **({} if isinstance(model, loaders.LoadedModel) else
-                                {"do_lower_case": info["do_lower_case"]}))
+      model = encoder_folder.model_of(path, info["model"], trust_saved_model)
+    try:
+      encoder = cls.from_pretrained(
+          model, pooling=info["pooling"], max_seq_length=info["max_seq_length"], batch_size=batch_size,
+          cache_dir=cache_dir, **({} if isinstance(model, loaders.LoadedModel) else
+                                  {"do_lower_case": info["do_lower_case"]}))
+    except ValueError as e:  # the saved settings do not fit the model (e.g. max_seq_length > its positions)
+      if isinstance(e, errors.UserError):
+        raise
+      raise errors.UserError(str(e), os.path.join(path, encoder_folder.INFO_FILE)) from e
     return encoder.load_calibration(path)
 
   def load_calibration(self, path):
@@ -270,14 +281,14 @@ class SentenceEncoder(search.SearchMixin):
       self.
 
     Raises:
-      ValueError: it was fitted on another model, pooling or max_seq_length (one line naming both).
+      ValueError: it was fitted on another model, pooling or max_seq_length (one line naming both); errors.UserError:
+        its calibration/ is missing, broken, or not the method sentence_encoder.json names.
     """
-    info = _read_info(path)
+    info = encoder_folder.read_info(path)
     if info["fingerprint"] != self.fingerprint:
       fitted = _describe(info["model"], info["pooling"], info["max_seq_length"], info["fingerprint"])
       raise ValueError(f"{path} was saved from {fitted}, not from this encoder's {self.describe()}")
-    self._set_calibration(None if info["calibration"] is None else
-                          calibrator.load(os.path.join(path, CALIBRATION_DIR)))
+    self._set_calibration(encoder_folder.load_calibration(path, info))
     return self
 
   def load_flow(self, flow_dir):
@@ -317,7 +328,7 @@ class SentenceEncoder(search.SearchMixin):
     Args:
       export_dir: str.
       version: int >= 1, TF Serving's version directory.
-      overwrite: bool, replace existing versions.
+      overwrite: bool, replace existing versions (SavedModels only; see serving/export.py).
       corpus: None, a list of str, or the path of a UTF-8 file with one sentence per line.
       search: "float32" (search/<version>, exact) or "binary" (binary_search/<version>: Hamming search with int8
         rescoring, its corpus encoded a block at a time; serving/binary_search.py).
@@ -353,15 +364,3 @@ class SentenceEncoder(search.SearchMixin):
       paths["search"] = export_lib.export_search_model(self.embedder, flow, self.encode(corpus), list(corpus),
                                                        export_dir, version=version, overwrite=overwrite)
     return paths
-
-
-def _read_info(path):
-  info_path = os.path.join(path, INFO_FILE)
-  if not os.path.isfile(info_path):
-    raise FileNotFoundError(f"no {INFO_FILE} in {path}: not a directory written by SentenceEncoder.save")
-  with open(info_path, encoding="utf-8") as f:
-    info = json.load(f)
-  if info.get("format_version") != FORMAT_VERSION:
-    raise ValueError(f"{info_path}: format_version {info.get('format_version')!r}, this version reads "
-                     f"{FORMAT_VERSION}")
-  return info

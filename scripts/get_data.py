@@ -12,8 +12,9 @@ is fetched from the next one (other repositories holding the same bytes).
 - Idempotent: a file already in place with the manifest's sha256 is not downloaded again, so a second run fetches
   nothing (a `data` link to an existing copy counts as in place).
 - Atomic: each file is written to a hidden temporary file beside its target, checked, then renamed into place; an
-  interrupted or failed run leaves no partial file under a real name.
-- Checked: a wrong size or sha256 is an error; an existing file with other bytes is an error unless --force.
+  interrupted or failed run leaves no partial file under a real name, and no folder it made and left empty.
+- Checked: a wrong size or sha256 is an error (a transfer stops at the manifest's size); an existing file with
+  other bytes is an error unless --force; a manifest path that would leave --data_dir is refused before any fetch.
 - Errors are one line (exit status 1) naming the URL, the file, and how to get it by hand.
 
 `--base_url` replaces https://raw.githubusercontent.com (tests/get_data_test.py serves the files from a loopback
@@ -59,18 +60,35 @@ def sha256_of(path):
   return digest.hexdigest()
 
 
+def target_of(data_dir, path):
+  """data_dir / path for a manifest path, which must stay inside data_dir (relative, no '..', no link out)."""
+  parts = pathlib.PurePosixPath(path).parts if isinstance(path, str) else ()
+  if not parts or path.startswith("/") or "\\" in path or ".." in parts or any(":" in part for part in parts):
+    raise GetDataError(f"manifest path {path!r} is not a relative path inside the data folder; refusing it")
+  target = pathlib.Path(data_dir) / path
+  root = os.path.realpath(data_dir)
+  if os.path.commonpath([root, os.path.realpath(target)]) != root:
+    raise GetDataError(f"manifest path {path!r} leads outside {data_dir} (through a link); refusing it")
+  return target
+
+
 def _download(url, target, size, sha256, timeout, progress):
-  """Fetches url into a temporary file beside target, checks size and sha256, renames it into place."""
-  target.parent.mkdir(parents=True, exist_ok=True)
+  """Fetches url into a temporary file beside target, reading at most `size` + 1 bytes, checks size and sha256,
+  renames it into place. The target's folder must exist."""
   fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
   try:
     digest, done = hashlib.sha256(), 0
     with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as response:
-      for chunk in iter(lambda: response.read(CHUNK), b""):
+      while done <= size:                                       # one byte past the size is enough to refuse
+        chunk = response.read(min(CHUNK, size + 1 - done))
+        if not chunk:
+          break
         out.write(chunk)
         digest.update(chunk)
         done += len(chunk)
-        progress(done)
+        progress(min(done, size))
+    if done > size:
+      raise GetDataError(f"{url} sent more than the manifest's {size} bytes")
     if done != size or digest.hexdigest() != sha256:
       raise GetDataError(f"{url} gave {done} bytes with sha256 {digest.hexdigest()}, the manifest expects {size} "
                          f"bytes with sha256 {sha256}")
@@ -79,6 +97,26 @@ def _download(url, target, size, sha256, timeout, progress):
     if os.path.exists(tmp):
       os.remove(tmp)
     raise
+
+
+def _make_folders(folder):
+  """Creates `folder` and its missing parents; returns those it created, deepest first."""
+  made = []
+  while not folder.exists():
+    made.append(folder)
+    folder = folder.parent
+  for path in reversed(made):
+    path.mkdir()
+  return made
+
+
+def _remove_if_empty(folders):
+  """Removes each of `folders` (deepest first) that is empty."""
+  for folder in folders:
+    try:
+      folder.rmdir()
+    except OSError:   # not empty, or gone
+      pass
 
 
 def _why(error):
@@ -115,7 +153,9 @@ def fetch_all(data_dir, datasets=None, base_url=None, force=False, timeout=60.0,
   data_dir = pathlib.Path(data_dir)
   todo = []
   for f in files:
-    target = data_dir / f["path"]
+    target = target_of(data_dir, f["path"])
+    if not isinstance(f["size"], int) or f["size"] < 0:
+      raise GetDataError(f"manifest size {f['size']!r} of {f['path']!r} is not a byte count")
     if target.exists():
       if sha256_of(target) == f["sha256"]:
         continue
@@ -129,11 +169,12 @@ def fetch_all(data_dir, datasets=None, base_url=None, force=False, timeout=60.0,
     return 0, present
   total = sum(f["size"] for f in todo)
   log(f"data: downloading {len(todo)} files ({total / 1e6:.1f} MB) into {data_dir}; {present} already there")
-  done_bytes = 0
+  done_bytes, made = 0, []
   for i, f in enumerate(todo, 1):
-    target = data_dir / f["path"]
+    target = target_of(data_dir, f["path"])
     prefix = f"[{i}/{len(todo)}] {f['path']} ({f['size'] / 1e3:.0f} kB)"
     errors = []
+    made += _make_folders(target.parent)
     for source in f["sources"]:
       url = source_url(base_url, source)
       try:
@@ -145,15 +186,23 @@ def fetch_all(data_dir, datasets=None, base_url=None, force=False, timeout=60.0,
     else:
       if live:
         log("")
+      _remove_if_empty(sorted(made, key=lambda p: len(p.parts), reverse=True))
       url, why = errors[0]
       also = f"; its {len(errors) - 1} other source(s) failed too" if len(errors) > 1 else ""
       raise GetDataError(f"cannot fetch {url} ({why}){also}. By hand: download that URL to {target} "
-                         f"(sha256 {f['sha256']}), or link a folder that holds the data: ln -s /path/to/data "
-                         f"{data_dir}")
+                         f"(sha256 {f['sha256']}), or {_use_a_copy(data_dir)}")
     done_bytes += f["size"]
     log(f"\r{prefix} {done_bytes * 100 // total:3d}% of all" if live else f"{prefix} ok")
   log(f"data: {len(todo)} files downloaded, sha256 checked, in {data_dir}")
   return len(todo), present
+
+
+def _use_a_copy(data_dir):
+  """How to use a folder that already holds the data, in a form that works where data_dir stands now."""
+  if os.path.lexists(data_dir):   # `ln -s` onto an existing folder would make a link inside it
+    return f"use a folder that holds the data: run_flow.py --data_dir=/path/to/data (or move {data_dir} away " \
+           f"and link it: ln -s /path/to/data {data_dir})"
+  return f"link a folder that holds the data: ln -s /path/to/data {data_dir}"
 
 
 def main(argv=None):

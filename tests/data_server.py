@@ -25,8 +25,9 @@ def routes_from(data_dir):
 
 
 class DataServer:
-  """HTTP server on 127.0.0.1 in a thread; `routes` maps a URL path to bytes (a missing path is a 404), or to
-  (bytes, Content-Length) to announce more bytes than it sends.
+  """HTTP server on 127.0.0.1 in a thread; `routes` maps a URL path to bytes (a missing path is a 404), to
+  (bytes, Content-Length) to announce more bytes than it sends, or to a function that writes the body to the
+  response's file.
 
   `requests` lists the paths asked for, in order. Use as a context manager.
   """
@@ -43,6 +44,11 @@ class DataServer:
         body = server.routes.get(path)
         if body is None:
           self.send_error(404)
+          return
+        if callable(body):  # a function that writes the body itself (no Content-Length: until it returns)
+          self.send_response(200)
+          self.end_headers()
+          body(self.wfile)
           return
         declared = len(body)
         if isinstance(body, tuple):  # (bytes, Content-Length): a longer length makes a transfer cut short

@@ -172,3 +172,67 @@ def test_manifest_file_is_valid_json_with_hex_digests():
   for f in data["files"]:
     assert len(f["sha256"]) == 64 and int(f["sha256"], 16) >= 0
     assert all(len(s.split("/")[2]) == 40 for s in f["sources"])  # pinned to a commit
+
+
+def _one_file_manifest(path, body, source="owner/repo/0123456789012345678901234567890123456789/f.bin"):
+  return {"base_url": "http://unused", "files": [{"path": path, "dataset": "d", "size": len(body),
+                                                  "sha256": hashlib.sha256(body).hexdigest(), "sources": [source]}]}
+
+
+def _flood(body, extra, sent):
+  """A route that sends `body` and then `extra` bytes more (no Content-Length), counting in sent[0] what it
+  managed to send before the client hung up."""
+
+  def write(out):
+    block = b"x" * (1 << 16)
+    try:
+      out.write(body)
+      sent[0] = len(body)
+      while sent[0] < len(body) + extra:
+        out.write(block)
+        sent[0] += len(block)
+    except (BrokenPipeError, ConnectionResetError):
+      pass
+
+  return write
+
+
+def test_a_server_sending_more_than_the_manifest_size_is_cut_off_at_the_size(tmp_path):
+  body = b"sentence\n" * 1000
+  manifest = _one_file_manifest("set/f.txt", body)
+  sent = [0]
+  with data_server.DataServer({"/" + manifest["files"][0]["sources"][0]: _flood(body, 64 << 20, sent)}) as server:
+    with pytest.raises(get_data.GetDataError, match=f"sent more than the manifest's {len(body)} bytes"):
+      get_data.fetch_all(tmp_path / "data", base_url=server.url, manifest=manifest, log=lambda *a, **k: None)
+  assert len(body) <= sent[0] < 16 << 20          # the client hung up at the size, not after 64 MB more
+  assert list(tmp_path.iterdir()) == []           # no partial file, no folder made for it
+
+
+@pytest.mark.parametrize("path", ["../outside.txt", "set/../../outside.txt", "/tmp/absolute.txt", "", "c:/x.txt",
+                                  "link/outside.txt"])
+def test_a_manifest_path_leaving_the_data_folder_is_refused_before_any_fetch(tmp_path, path):
+  data = tmp_path / "data"
+  data.mkdir()
+  (tmp_path / "elsewhere").mkdir()
+  (data / "link").symlink_to(tmp_path / "elsewhere")
+  with data_server.DataServer({}) as server:
+    with pytest.raises(get_data.GetDataError, match="refusing it"):
+      get_data.fetch_all(data, base_url=server.url, manifest=_one_file_manifest(path, b"x"), log=lambda *a, **k: None)
+    assert server.requests == []
+  assert sorted(p.name for p in tmp_path.rglob("*")) == ["data", "elsewhere", "link"]
+
+
+def test_a_failed_fetch_leaves_no_folder_and_suggests_a_link_only_where_it_works(routes, tmp_path, capsys):
+  qnli = next(f for f in MANIFEST["files"] if f["dataset"] == "qnli")
+  routes = {k: v for k, v in routes.items() if "QNLI" not in k}       # every source of QNLI/dev.tsv: 404
+  with data_server.DataServer(routes) as server:
+    code, err = _run(capsys, "--data_dir", str(tmp_path / "data"), "--base_url", server.url, "--datasets", "qnli")
+    assert code == 1 and list(tmp_path.iterdir()) == []              # not even data/ or data/QNLI/
+    assert err.splitlines()[-1].endswith(f"or link a folder that holds the data: ln -s /path/to/data "
+                                         f"{tmp_path / 'data'}")
+    (tmp_path / "data").mkdir()                                      # the user's own folder: `ln -s` would nest
+    code, err = _run(capsys, "--data_dir", str(tmp_path / "data"), "--base_url", server.url, "--datasets", "qnli")
+  assert code == 1 and [p.name for p in tmp_path.rglob("*")] == ["data"]
+  line = err.splitlines()[-1]
+  assert f"(sha256 {qnli['sha256']}), or use a folder that holds the data: run_flow.py --data_dir=/path/to/data " \
+         f"(or move {tmp_path / 'data'} away and link it: ln -s /path/to/data {tmp_path / 'data'})" in line

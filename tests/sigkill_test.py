@@ -93,6 +93,7 @@ def test_run_flow_killed_while_embedding_fitting_and_exporting_resumes_to_the_sa
   assert after_kill_3 == expected
   assert json.loads((out / "results.json").read_text()) == expected
   assert (export / "text" / "1" / "saved_model.pb").is_file() and (export / "export_info.json").is_file()
+  assert not list((export / "text").glob(".tmp-*"))  # the killed export's leftover, removed by the rerun
 
 
 @pytest.mark.slow

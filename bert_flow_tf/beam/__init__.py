@@ -1,9 +1,10 @@
-"""Embedding a corpus on Apache Beam into the embedding store (optional: needs requirements-beam.txt).
+"""Embedding a corpus on Apache Beam into the embedding store (optional: pip install "bert-flow-tf[beam]").
 
   model_handler.py   QuantitiesHandler: RunInference's ModelHandler around our SentenceEmbedder
-  shards.py          store keys and shards through Beam's filesystems: the keys already stored, atomic writes
+  filesystem.py      Beam's filesystems as the store's filesystem seam (`embedding/store_files.py` owns the layout)
   pipeline.py        EmbedIntoStore: sentence files -> distinct, unstored sentences -> RunInference -> shards
-  __main__.py        `python -m bert_flow_tf.beam`: the flags (run_flow.py's names) and the runner options
+  local_runner.py    the local FnApi runner's options, and `run`: a lost worker process ends the run in one line
+  __main__.py        `python -m bert_flow_tf.beam`: the `bert-flow-beam` command (bert_flow_tf/cli/beam.py)
 
 See docs/beam.md for the commands (local, Dataflow, Flink, Spark).
 """

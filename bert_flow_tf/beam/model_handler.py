@@ -20,7 +20,7 @@ class QuantitiesHandler(base.ModelHandler):
     model_kwargs: dict, keyword arguments of `bert_flow_tf.loaders.load_model` (`model_flags.model_kwargs`).
     names: tuple of quantity names (`pooling.quantities`), e.g. ("mean-1", "mean-6").
     max_seq_length: int, tokens per sentence including [CLS] and [SEP].
-    batch_size: int, sentences per encoder batch inside one RunInference call (run_flow's predict_batch_size).
+    batch_size: int, sentences per encoder batch inside one RunInference call (run_flow.py's --encode_batch_sentences).
     inference_batch_size: int, sentences per RunInference call (each call builds one length-bucketed tf.data
       pipeline, whose start costs ~0.4 s: keep calls large).
     intra_op_threads: int or None, TensorFlow's intra-op threads in each worker process (None: TF's default, all

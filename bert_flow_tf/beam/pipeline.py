@@ -10,6 +10,7 @@
   -> GroupByKey(shard)             shard = key mod ceil(to embed / shard_size): the same keys land in the same
                                    shard on every try, whatever the bundles
   -> write_shard                   sorted keys, one file per quantity, named by a hash of the keys, atomically
+                                   (`store_files.write_shard` through Beam's filesystems: `filesystem.BEAM_FILES`)
 
 A bundle that fails and is retried writes the same shard names with the same contents, so it leaves no partial
 and no duplicate shard. The counters (namespace "bert_flow_tf") say what happened: lines_read, empty_lines,
@@ -17,19 +18,19 @@ duplicates, already_stored, embedded, shards_written.
 
 Legend: k = sentences in a shard, H = hidden size.
 """
-import json
+import logging
 import math
+import zipfile
 
 import apache_beam as beam
 import numpy as np
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import RunInference
-from apache_beam.options.pipeline_options import PipelineOptions
 
+from bert_flow_tf.beam import filesystem
+from bert_flow_tf.beam import local_runner
 from bert_flow_tf.beam import model_handler
-from bert_flow_tf.beam import shards
-from bert_flow_tf.embedding import store as store_lib
+from bert_flow_tf.embedding import store_files
 
 NAMESPACE = "bert_flow_tf"
 COUNTERS = ("lines_read", "empty_lines", "duplicates", "already_stored", "embedded", "shards_written")
@@ -48,12 +49,19 @@ def _keep_nonempty(line):
 
 
 def _keyed(sentence):
-  return bytes(store_lib.sentence_keys([sentence])[0]), sentence
+  return bytes(store_files.sentence_keys([sentence])[0]), sentence
 
 
 def _stored_keys(quantity_and_path):
+  """(key, quantity) per key of a stored shard; none for an unreadable shard (its sentences are embedded again,
+  and the store deletes it when it next opens the quantity)."""
   quantity, path = quantity_and_path
-  return ((bytes(key), quantity) for key in shards.read_keys(path))
+  try:
+    keys = store_files.read_keys(path, filesystem.BEAM_FILES)
+  except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+    logging.warning("store shard %s is unreadable (%s); its sentences count as missing", path, e)
+    return []
+  return [(bytes(key), quantity) for key in keys]
 
 
 def _to_embed(key_and_groups, names):
@@ -81,25 +89,26 @@ def _assign_shard(key_and_values, total, size):
 def _write(shard_and_rows, folder, names):
   _, rows = shard_and_rows
   rows = sorted(rows, key=lambda row: row[0])
-  keys = np.array([key for key, _ in rows], dtype="S16")
-  values = {name: np.stack([quantities[name] for _, quantities in rows]).astype(np.float32) for name in names}
-  name = shards.write_shard(folder, keys, values)
+  keys = np.array([key for key, _ in rows], dtype=f"S{store_files.KEY_BYTES}")
+  for name in names:
+    vectors = np.stack([quantities[name] for _, quantities in rows]).astype(np.float32)
+    store_files.write_shard(folder, name, keys, vectors, filesystem.BEAM_FILES)
   _counter("embedded").inc(len(rows))
   _counter("shards_written").inc()
-  return name, len(rows)
+  return store_files.shard_name(keys), len(rows)
 
 
 class EmbedIntoStore(beam.PTransform):
   """Lines (a PCollection of str) -> shards in the store folder; outputs (shard name, k) per shard written.
 
   Args:
-    folder: str, the store folder <cached_dir>/<model key> (`store_folder`).
+    folder: str, the store folder <cache_dir>/<model key> (`store_files.model_folder`).
     handler: a QuantitiesHandler (its quantity names are the ones written).
     names: tuple of quantity names, those of `handler`.
     shard_size: int, sentences per shard (about; keys are spread over ceil(n / shard_size) shards by hash).
   """
 
-  def __init__(self, folder, handler, names, shard_size=store_lib.DEFAULT_SHARD_SIZE):
+  def __init__(self, folder, handler, names, shard_size=store_files.DEFAULT_SHARD_SIZE):
     super().__init__()
     if shard_size < 1:
       raise ValueError(f"shard_size must be >= 1, got {shard_size}")
@@ -107,7 +116,8 @@ class EmbedIntoStore(beam.PTransform):
 
   def expand(self, lines):
     # The shards present now (listed once, at pipeline construction); their keys are read by the workers.
-    existing = [(name, path) for name in self.names for path in shards.shard_paths(self.folder, name)]
+    existing = [(name, path) for name in self.names
+                for path in store_files.shard_paths(self.folder, name, filesystem.BEAM_FILES)]
     stored = (lines.pipeline | "ListStoredShards" >> beam.Create(existing)
               | "ReadStoredKeys" >> beam.FlatMap(_stored_keys))
     keyed = (lines | "DropEmpty" >> beam.Filter(_keep_nonempty)
@@ -121,20 +131,6 @@ class EmbedIntoStore(beam.PTransform):
             | "WriteShards" >> beam.Map(_write, folder=self.folder, names=self.names))
 
 
-def store_folder(cached_dir, embedder):
-  """The store folder of `embedder` under `cached_dir` (as EmbeddingStore names it); writes its model.json if
-  missing, through Beam's filesystems."""
-  description = store_lib.describe_model(embedder)
-  folder = FileSystems.join(cached_dir, store_lib.model_key(description))
-  info = FileSystems.join(folder, "model.json")
-  if not FileSystems.exists(info):
-    tmp = f"{info}.tmp"
-    with FileSystems.create(tmp) as f:
-      f.write((json.dumps(description, indent=2, sort_keys=True) + "\n").encode("utf-8"))
-    FileSystems.rename([tmp], [info])
-  return folder
-
-
 def counters(result):
   """dict counter name -> int, from a finished PipelineResult (0 for a counter never incremented)."""
   out = dict.fromkeys(COUNTERS, 0)
@@ -143,33 +139,25 @@ def counters(result):
   return out
 
 
-def local_options(num_workers, argv=()):
-  """PipelineOptions for Beam's FnApi runner with `num_workers` worker processes on this machine, plus `argv`.
-
-  (Not the DirectRunner's default Prism runner, which downloads a binary at start.)"""
-  return PipelineOptions(list(argv), runner="FnApiRunner", direct_running_mode="multi_processing",
-                         direct_num_workers=num_workers)
-
-
-def embed_files(input_pattern, cached_dir, model_kwargs, poolings, max_seq_length=64, batch_size=64,
-                shard_size=store_lib.DEFAULT_SHARD_SIZE, inference_batch_size=None, intra_op_threads=None,
+def embed_files(input_pattern, cache_dir, model_kwargs, poolings, max_seq_length=64, batch_size=64,
+                shard_size=store_files.DEFAULT_SHARD_SIZE, inference_batch_size=None, intra_op_threads=None,
                 options=None):
-  """Embeds the distinct sentences of the files `input_pattern` matches into the store under `cached_dir`.
+  """Embeds the distinct sentences of the files `input_pattern` matches into the store under `cache_dir`.
 
   Loads the model here too (the store key hashes its files; the quantities depend on its depth), then runs the
-  pipeline and waits for it.
+  pipeline (`local_runner.run`: a lost worker process ends it with `local_runner.LostWorker`) and waits for it.
 
   Args:
-    input_pattern: str, a file or glob, any filesystem Beam knows (gs://bucket/corpus/*.txt).
-    cached_dir: str, the embedding store's root (run_flow.py --cached_dir).
+    input_pattern: str, a file or glob, any filesystem Beam knows (gs://bucket/corpus/*.txt); UTF-8 text.
+    cache_dir: str, the embedding store's root (run_flow.py --cache_dir).
     model_kwargs: dict, keyword arguments of `loaders.load_model` (`model_flags.model_kwargs`).
-    poolings: list of pooling names (run_flow.py --sentence_embedding_type); their quantities are stored.
+    poolings: list of pooling names (run_flow.py --pooling); their quantities are stored.
     max_seq_length: int, tokens per sentence including [CLS] and [SEP].
-    batch_size: int, sentences per encoder batch (run_flow.py --predict_batch_size).
+    batch_size: int, sentences per encoder batch (run_flow.py --encode_batch_sentences).
     shard_size: int, about this many sentences per shard.
     inference_batch_size: int or None, sentences per RunInference call (None: model_handler's default).
     intra_op_threads: int or None, TF intra-op threads per worker process.
-    options: PipelineOptions, or None for `local_options(1)`.
+    options: PipelineOptions, or None for `local_runner.options(1)`.
 
   Returns:
     dict: the store `folder`, the quantity `names` and the pipeline's counters (`COUNTERS`).
@@ -183,11 +171,11 @@ def embed_files(input_pattern, cached_dir, model_kwargs, poolings, max_seq_lengt
   embedder = SentenceEmbedder(model, poolings[0], max_seq_length=max_seq_length)
   names = tuple(sorted({q for p in poolings for q in pooling_lib.quantities(
       pooling_lib.resolve(p, model.num_layers))}))
-  folder = store_folder(cached_dir, embedder)
+  folder = store_files.model_folder(cache_dir, store_files.describe_model(embedder), filesystem.BEAM_FILES)
   handler = model_handler.QuantitiesHandler(
       model_kwargs, names, max_seq_length, batch_size,
       inference_batch_size or max(batch_size, model_handler.DEFAULT_INFERENCE_BATCH), intra_op_threads)
-  with beam.Pipeline(options=options or local_options(1)) as p:
-    _ = (p | "Read" >> beam.io.ReadFromText(input_pattern)
-         | "EmbedIntoStore" >> EmbedIntoStore(folder, handler, names, shard_size))
-  return {"folder": folder, "names": list(names), **counters(p.result)}
+  p = beam.Pipeline(options=options or local_runner.options(1))
+  _ = (p | "Read" >> beam.io.ReadFromText(input_pattern)
+       | "EmbedIntoStore" >> EmbedIntoStore(folder, handler, names, shard_size))
+  return {"folder": folder, "names": list(names), **counters(local_runner.run(p))}

@@ -21,9 +21,11 @@ Every object has `fit(x) -> self`, `transform(x)`, `save(path)` (npz, atomic) an
 name grammar (FORMS) is owned here.
 """
 import re
+import zipfile
 
 import numpy as np
 
+from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 
 EPS = 1e-12
@@ -38,7 +40,8 @@ def _as_matrix(x):
 
 
 class _Calibration:
-  """Shared fit/transform/save plumbing; subclasses define `_fit`, `_apply`, `name` and `_ARRAYS`."""
+  """Shared fit/transform/save plumbing; subclasses define `_fit`, `_apply`, `name`, `_ARRAYS` and `_shapes(D)`
+  (the saved arrays' shapes, which `load_baseline` checks)."""
   _ARRAYS = ()
 
   def fit(self, x):
@@ -104,6 +107,9 @@ class Whitening(_Calibration):
   def name(self):
     return "whitening" if self.k is None else f"whitening-{self.k}"
 
+  def _shapes(self, d):
+    return {"mu": (d,), "kernel": (d, self.k or d)}
+
   @property
   def dim(self):
     return self.mu.shape[0]
@@ -130,6 +136,9 @@ class StandardNormalization(_Calibration):
   """Per-dimension standardisation "SN": y = (x - mu) / sqrt(var + EPS) (population variance)."""
   _ARRAYS = ("mu", "scale")
   name = "sn"
+
+  def _shapes(self, d):
+    return {"mu": (d,), "scale": (d,)}
 
   def __init__(self):
     self.mu = self.scale = None  # [D], [D]
@@ -164,6 +173,9 @@ class Natsv(_Calibration):
   def name(self):
     return f"natsv-{self.k}"
 
+  def _shapes(self, d):
+    return {"mu": (d,), "directions": (d, self.k)}
+
   @property
   def dim(self):
     return self.mu.shape[0]
@@ -195,6 +207,9 @@ class SnNatsv(_Calibration):
   @property
   def name(self):
     return f"sn+natsv-{self.k}"
+
+  def _shapes(self, d):
+    return {"mu": (d,), "scale": (d,), "natsv_mu": (d,), "directions": (d, self.k)}
 
   @property
   def dim(self):
@@ -246,8 +261,31 @@ def check_name(name):
 
 
 def load_baseline(path):
-  """Restores any calibration saved with `save(path)`."""
-  with np.load(path) as data:
-    obj = make_baseline(str(data["name"]))
-    obj._set_state({k: data[k] for k in data.files if k != "name"})
+  """Restores any calibration saved with `save(path)`, checked before it is used.
+
+  Raises:
+    errors.UserError naming `path`: not an npz written by `save` (unreadable, pickled objects, an unknown name),
+    other arrays than the method's, shapes that do not fit together, or values that are not finite.
+  """
+  try:
+    with np.load(path, allow_pickle=False) as data:
+      name = str(data["name"])
+      state = {k: data[k] for k in data.files if k != "name"}
+    obj = make_baseline(name)
+  except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+    raise errors.UserError(f"not a baseline file written by save ({type(e).__name__}: {str(e)[:200]})", path) from e
+  mu = state.get("mu")
+  d = mu.shape[0] if isinstance(mu, np.ndarray) and mu.ndim == 1 else -1
+  want = obj._shapes(d)  # pylint: disable=protected-access
+  if set(state) != set(want):
+    raise errors.UserError(f"{name} needs the arrays {sorted(want)}, the file holds {sorted(state)}", path)
+  for key, shape in want.items():
+    value = state[key]
+    if d < 1 or value.shape != shape or value.dtype.kind != "f":
+      raise errors.UserError(f"{name}: array {key} is {value.dtype} {list(value.shape)}, expected float "
+                             f"{list(shape) if d >= 1 else '[D >= 1]'}", path)
+    if not np.isfinite(value).all() or (key == "scale" and (value <= 0).any()):
+      raise errors.UserError(f"{name}: array {key} holds NaN or inf{' or a scale <= 0' if key == 'scale' else ''}",
+                             path)
+  obj._set_state({k: v.astype(np.float64) for k, v in state.items()})  # pylint: disable=protected-access
   return obj

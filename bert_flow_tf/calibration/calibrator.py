@@ -30,6 +30,7 @@ from bert_flow_tf.calibration import int8_ranges
 from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.calibration import store_stream
 from bert_flow_tf.data import pairs as pairs_lib
+from bert_flow_tf.utils import errors
 
 FLOW = "flow"
 BASELINE_FILE = "baseline.npz"
@@ -186,12 +187,17 @@ def fit(method, x, flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3, num_trai
 
 
 def load(folder):
-  """Restores the calibration `save(folder)` wrote. Returns FlowCalibration or BaselineCalibration."""
+  """Restores the calibration `save(folder)` wrote, checked (baselines.load_baseline, fitted_flow.load). Returns
+  FlowCalibration or BaselineCalibration; errors.UserError naming the file for anything missing or wrong."""
   if os.path.isfile(os.path.join(folder, BASELINE_FILE)):
     calibration = BaselineCalibration(baselines.load_baseline(os.path.join(folder, BASELINE_FILE)))
   else:
     info = fitted_flow.read_info(folder)
-    config = flow_fitting.FlowFitConfig(**info["fit"])
+    try:
+      config = flow_fitting.FlowFitConfig(**info["fit"])
+    except (TypeError, ValueError) as e:
+      raise errors.UserError(f'"fit" is not a flow fit config ({str(e)[:200]})',
+                             os.path.join(folder, fitted_flow.INFO_FILE)) from e
     calibration = FlowCalibration(fitted_flow.load(folder), config, info)
   calibration.int8_ranges = int8_ranges.load(folder)
   return calibration

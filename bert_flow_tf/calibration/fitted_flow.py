@@ -13,6 +13,7 @@
 import dataclasses
 import json
 import os
+import tempfile
 
 import tensorflow as tf
 
@@ -21,6 +22,7 @@ from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 
 INFO_FILE = "flow.json"
+_VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 def write_info(flow_dir, dim, fit, extra):
@@ -31,15 +33,22 @@ def write_info(flow_dir, dim, fit, extra):
 
 
 def read_info(flow_dir):
-  """The flow.json that `fit_flow` wrote: dim, flow config, fit config, progress and `provenance`."""
+  """The flow.json that `fit_flow` wrote: dim, flow config, fit config, progress and `provenance`.
+
+  Raises:
+    FileNotFoundError / errors.UserError naming the file: missing, not UTF-8 JSON, not an object, or without a
+    valid "dim", "flow_config" or "fit".
+  """
   info_path = os.path.join(flow_dir, INFO_FILE)
-  if not os.path.isfile(info_path):
-    raise errors.missing_file(f"no fitted flow: {INFO_FILE} is missing", info_path)
-  with open(info_path, encoding="utf-8") as f:
-    try:
-      return json.load(f)
-    except json.JSONDecodeError as e:
-      raise errors.UserError(f"not valid JSON ({e.msg})", f"{info_path}:{e.lineno}") from e
+  info = io_utils.read_json_object(info_path, f"no fitted flow: {INFO_FILE} is missing")
+  dim = info.get("dim")
+  if isinstance(dim, bool) or not isinstance(dim, int) or dim < 2:
+    raise errors.UserError(f'"dim" must be an int >= 2, got {str(dim)[:40]!r}', info_path)
+  for key in ("flow_config", "fit"):
+    if not isinstance(info.get(key), dict):
+      raise errors.UserError(f'"{key}" must be a JSON object (the flow\'s Glow config and fit settings), got '
+                             f"{str(info.get(key))[:40]!r}", info_path)
+  return info
 
 
 def check(flow_dir, dim=None, fit=None, provenance=None):
@@ -78,21 +87,71 @@ def check(flow_dir, dim=None, fit=None, provenance=None):
 
 
 def load(flow_dir):
-  """Restores a flow written by `fit_flow` (its flow.json and latest checkpoint). Returns a Glow."""
+  """Restores a flow written by `fit_flow` (its flow.json and latest checkpoint), strictly. Returns a Glow.
+
+  Raises:
+    errors.UserError naming the file: an unfinished fit, a flow.json whose Glow cannot be built, or a checkpoint
+    that does not hold exactly this Glow's variables with their shapes (`restore_strictly`).
+  """
   info = read_info(flow_dir)
+  info_path = os.path.join(flow_dir, INFO_FILE)
   if not info.get("complete"):
     raise errors.UserError(f"the flow did not finish fitting ({info.get('steps_done')} of {info.get('num_steps')} "
                            "steps); rerun the fit to resume it", flow_dir)
-  flow = glow.Glow(glow.GlowConfig.from_dict(info["flow_config"]), info["dim"], init=info["fit"]["init"],
-                   seed=info["fit"]["seed"])
-  latest = tf.train.latest_checkpoint(flow_dir)
+  try:
+    flow = glow.Glow(glow.GlowConfig.from_dict(info["flow_config"]), info["dim"], init=info["fit"]["init"],
+                     seed=info["fit"]["seed"])
+  except (TypeError, ValueError, KeyError, tf.errors.OpError) as e:
+    raise errors.UserError(f"cannot build the flow it describes ({type(e).__name__}: {_one_line(e)})",
+                           info_path) from e
+  try:
+    latest = tf.train.latest_checkpoint(flow_dir)
+  except (tf.errors.OpError, ValueError) as e:  # a damaged `checkpoint` state file
+    raise errors.UserError(f"cannot read the checkpoint state ({_one_line(e)})",
+                           os.path.join(flow_dir, "checkpoint")) from e
   if latest is None:
     raise errors.missing_file("no flow checkpoint", flow_dir)
-  try:
-    tf.train.Checkpoint(flow=flow).restore(latest).expect_partial()
-  except (tf.errors.OpError, ValueError, IndexError) as e:  # a truncated file: IndexError "Read less bytes"
-    raise errors.UserError(f"cannot restore the flow, corrupt or of another shape? ({e})", latest) from e
+  restore_strictly(flow, latest)
   return flow
+
+
+def restore_strictly(flow, prefix):
+  """Restores `flow` from the checkpoint `prefix` (written with `tf.train.Checkpoint(flow=...)`, optimizer state
+  allowed beside it): every variable of the flow must be there with its shape, and the checkpoint's `flow/` must
+  hold nothing else.
+
+  Raises:
+    errors.UserError naming the first variable that differs (missing, of another shape, or left over) and the
+    checkpoint, or a checkpoint that cannot be read.
+  """
+  try:
+    saved = _flow_variables(prefix)
+  except (tf.errors.OpError, ValueError, IndexError) as e:  # a truncated file: IndexError "Read less bytes"
+    raise errors.UserError(f"cannot read the flow checkpoint, corrupt? ({_one_line(e)})", prefix) from e
+  with tempfile.TemporaryDirectory(prefix="bert-flow-layout-") as tmp:  # this flow's names and shapes
+    expected = _flow_variables(tf.train.Checkpoint(flow=flow).write(os.path.join(tmp, "flow")))
+  for name in sorted(expected.keys() | saved.keys()):
+    if expected.get(name) != saved.get(name):
+      what = ("missing from the checkpoint" if name not in saved else "in the checkpoint but not in this flow"
+              if name not in expected else f"of shape {saved[name]} in the checkpoint, {expected[name]} in the "
+              "flow flow.json describes")
+      raise errors.UserError(f"the checkpoint does not hold the flow flow.json describes: variable {name} is "
+                             f"{what}", prefix)
+  try:
+    tf.train.Checkpoint(flow=flow).restore(prefix).expect_partial()  # the optimizer's state is not restored
+  except (tf.errors.OpError, ValueError, IndexError) as e:
+    raise errors.UserError(f"cannot restore the flow, corrupt? ({_one_line(e)})", prefix) from e
+
+
+def _one_line(error):
+  """The first 200 characters of an error's message, its line breaks as spaces (TF's messages span lines)."""
+  return " ".join(str(error).split())[:200]
+
+
+def _flow_variables(prefix):
+  """{name under flow/: shape list} of the checkpoint `prefix`, optimizer slots left out."""
+  return {name[len("flow/"):].removesuffix(_VALUE): shape for name, shape in tf.train.list_variables(prefix)
+          if name.startswith("flow/") and ".OPTIMIZER_SLOT" not in name}
 
 
 def save(flow, flow_dir, fit, summary):

@@ -22,6 +22,7 @@ import os
 
 import numpy as np
 
+from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 
 CLIP_SIGMAS = 3.9
@@ -90,12 +91,16 @@ def save(folder, ranges):
 
 
 def load(folder):
-  """np.float32 [2, D'] saved in `folder`, or None when it holds none."""
+  """np.float32 [2, D'] saved in `folder`, or None when it holds none; errors.UserError naming the file when it is
+  not int8 ranges."""
   path = os.path.join(folder, RANGES_FILE)
   if not os.path.isfile(path):
     return None
-  ranges = np.load(path)
+  try:
+    ranges = np.load(path, allow_pickle=False)
+  except (OSError, ValueError) as e:
+    raise errors.UserError(f"unreadable int8 ranges ({str(e)[:200]})", path) from e
   if ranges.dtype != np.float32 or ranges.ndim != 2 or len(ranges) != 2 or not np.all(ranges[1] >= ranges[0]):
-    raise ValueError(f"{path}: not int8 ranges (want float32 [2, D] with highs >= lows), got {ranges.dtype} "
-                     f"{ranges.shape}")
+    raise errors.UserError(f"not int8 ranges (want float32 [2, D] with highs >= lows), got {ranges.dtype} "
+                           f"{list(ranges.shape)}", path)
   return ranges

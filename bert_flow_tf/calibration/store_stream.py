@@ -15,12 +15,11 @@ so the peak memory is a few blocks plus a shuffle buffer of a fixed size in MB, 
   fit_whitening   BERT-whitening's mean and covariance merged block by block (Chan et al.'s pairwise update), the
                   same SVD and floor as `baselines.Whitening`.
 
-Shards of a pooling that needs several quantities (first-last-avg: mean-1 and mean-L) are matched by file name:
-the store and the Beam pipeline name a shard by a hash of its keys, the same in every quantity's folder.
+The quantities of a pooling that needs several (first-last-avg: mean-1 and mean-L) are matched by key, and each
+distinct sentence is read once, whatever the store's history (`StoreShards`).
 
 Legend: k = rows in a shard, R = rows in a block, H = hidden size, D = pooling width, B = pairs per batch.
 """
-import glob
 import os
 
 import numpy as np
@@ -29,7 +28,7 @@ import tensorflow as tf
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.data import pairs as pairs_lib
-from bert_flow_tf.embedding import store as store_lib
+from bert_flow_tf.embedding import store_files
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.utils import tf_data
 
@@ -42,40 +41,55 @@ PAIR_SOURCE = "streamed from the embedding store"   # a streamed fit's flow.json
 class StoreShards:
   """A pooling's vectors in a store folder, read a block of rows at a time (memory-mapped npz members).
 
+  Each distinct sentence stored in every quantity of the pooling is read once, whatever the store's history: a
+  sentence stored in two shards (two processes filled the store) is read from the first, and the quantities are
+  matched by key, not by shard name (a re-encoded shard of one quantity has another name than its sibling). A
+  sentence's rows are those of its shard in the first quantity (`names[0]`); the others are looked up by key.
+
   Args:
-    folder: str, a store folder (<cached_dir>/<model key>, `EmbeddingStore.folder`).
+    folder: str, a store folder (<cache_dir>/<model key>, `EmbeddingStore.folder`).
     pooling: a resolved pooling (`pooling.resolve`).
-    keys: np.bytes_ S16 [n] sorted (`store.sentence_keys`, `np.unique`), or None. Given, only the rows of these
-      sentences are read (a fit set in a store that holds others); a shard's rows keep their order.
+    keys: np.bytes_ S16 [n] (`store_files.sentence_keys`), or None. Given, only the rows of these sentences are
+      read (a fit set in a store that holds others); a shard's rows keep their order.
 
   Attributes:
+    shards: the file names (in folder/names[0]) of the shards read, sorted.
     rows: int64 [shards], k: the rows of each shard that are read. Shards with none are left out.
   """
 
   def __init__(self, folder, pooling, keys=None):
     self.folder, self.pooling = folder, pooling
     self.names = tuple(sorted(pooling_lib.quantities(pooling)))
-    files = {name: sorted(os.path.basename(p) for p in glob.glob(os.path.join(folder, name, "*.npz")))
-             for name in self.names}
-    shards = files[self.names[0]]
+    indexes = {}
+    for name in self.names:
+      paths = store_files.shard_paths(folder, name)
+      width = store_files.shard_member(paths[0], "vectors").shape[1] if paths else 0
+      indexes[name] = store_files.KeyIndex(width)
+      indexes[name].add([store_files.read_keys(path) for path in paths], paths)
+    first = indexes[self.names[0]]
+    wanted = np.unique(first.keys)                               # each distinct sentence once
+    if keys is not None:
+      wanted = wanted[store_files.in_sorted(np.unique(keys), wanted)]
     for name in self.names[1:]:
-      if files[name] != shards:
-        raise ValueError(f"{folder}: the shards of {name!r} ({len(files[name])}) are not those of "
-                         f"{self.names[0]!r} ({len(shards)}); a store written before shards were named by "
-                         "their keys: stream a one-quantity pooling or refill the store")
-    self.shards, self._selected, rows = [], [], []               # per shard: int32 [k] rows read, or None (all)
-    for shard in shards:
-      stored = store_lib.shard_member(os.path.join(folder, self.names[0], shard), "keys")
-      selected = None if keys is None else np.flatnonzero(store_lib.in_sorted(keys, stored)).astype(np.int32)
-      if selected is None or len(selected):
-        self.shards.append(shard)
-        self._selected.append(selected)
-        rows.append(len(stored) if selected is None else len(selected))
-      del stored
-    if not self.shards:
+      wanted = wanted[indexes[name].find(wanted)]                # stored in every quantity
+    if not len(wanted):
       raise ValueError(f"{folder}: no shard of {', '.join(self.names)}"
-                       + ("" if keys is None else f" holds any of the {len(keys)} sentences asked for"))
-    self.rows = np.array(rows, np.int64)
+                       + ("" if keys is None else f" holds any of the {len(np.unique(keys))} sentences asked for"))
+    home = first.locate(wanted)                                  # [u, 2]: (shard, row) in names[0]
+    order = np.lexsort((home[:, 1], home[:, 0]))                 # by shard, then row: a shard's rows in order
+    wanted, home = wanted[order], home[order]
+    shards, starts = np.unique(home[:, 0], return_index=True)
+    bounds = list(starts) + [len(home)]
+    # What reading needs: each quantity's shard files and width (not its key index), and per shard read its number
+    # in names[0].
+    self._files = {name: index.sources for name, index in indexes.items()}
+    self._widths = {name: index.width for name, index in indexes.items()}
+    self._numbers = shards
+    self._rows = [home[a:b, 1] for a, b in zip(bounds[:-1], bounds[1:])]   # per shard: rows in names[0]'s file
+    self._where = {name: [indexes[name].locate(wanted[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+                   for name in self.names[1:]}                   # per shard: (shard, row) in that quantity
+    self.shards = [os.path.basename(first.sources[i]) for i in shards]
+    self.rows = np.array([len(r) for r in self._rows], np.int64)
     self.dim = self.block(0, 0, 1).shape[1]
 
   def __len__(self):
@@ -88,10 +102,10 @@ class StoreShards:
   def block(self, index, start, count):
     """float32 [count, D]: rows start .. start + count - 1 (of those read) of shard `index`; only their pages of
     the files are touched."""
-    selected = self._selected[index]
-    rows = slice(start, start + count) if selected is None else selected[start:start + count]
-    values = {name: np.array(store_lib.shard_member(os.path.join(self.folder, name, self.shards[index]),
-                                                    "vectors")[rows]) for name in self.names}
+    rows = self._rows[index][start:start + count]
+    where = {self.names[0]: np.stack([np.full(len(rows), self._numbers[index]), rows], axis=1)}
+    where.update({name: self._where[name][index][start:start + count] for name in self.names[1:]})
+    values = {name: store_files.read_rows(self._files[name], where[name], self._widths[name]) for name in self.names}
     return np.asarray(pooling_lib.combine(self.pooling, values), np.float32)
 
   def blocks(self, index, rows):
@@ -102,8 +116,14 @@ class StoreShards:
 
 
 def fit_set(folder, pooling, sentences):
-  """StoreShards of `sentences` (each distinct one once, in the store's order) in the store folder `folder`."""
-  return StoreShards(folder, pooling, keys=np.unique(store_lib.sentence_keys(sentences)))
+  """StoreShards of `sentences` (each distinct one once, in the store's order) in the store folder `folder`.
+  Raises ValueError when some of them are not stored (`EmbeddingStore.ensure` stores them)."""
+  keys = np.unique(store_files.sentence_keys(sentences))
+  shards = StoreShards(folder, pooling, keys=keys)
+  if int(shards.rows.sum()) != len(keys):
+    raise ValueError(f"{folder}: {len(keys) - int(shards.rows.sum())} of the {len(keys)} fit sentences are not "
+                     f"stored for {', '.join(shards.names)}; store them first (EmbeddingStore.ensure)")
+  return shards
 
 
 class StreamedPairs(pair_sources.PairSource):

@@ -4,8 +4,10 @@ imports it. One name per concept across the entry points, the original's names a
   run_flow.py       the `bert-flow-run` command (`python run_flow.py` in a clone): flags -> run_experiments
   run_siamese.py    the `bert-flow-siamese` command (`python run_siamese.py`): flags -> siamese.run
   encode.py         the `bert-flow-encode` command (`python -m bert_flow_tf.encode`): a file of sentences -> .npy
-  run_flow_flags.py, siamese_flags.py, encode_flags.py   each entry point's flags: `define_flags(flag_values)`,
-                    GROUPS (its --help) and ALIASES
+  beam.py           the `bert-flow-beam` command (`python -m bert_flow_tf.beam`): sentence files -> the embedding
+                    store on Apache Beam (the beam extra)
+  run_flow_flags.py, siamese_flags.py, encode_flags.py, beam_flags.py   each entry point's flags:
+                    `define_flags(flag_values)`, GROUPS (its --help) and ALIASES
   model_flags.py    --model_dir or the original's three TF1 files, `load_model_from_flags`, the shared defaults
   config_flags.py   one flag per field of a config dataclass (its name, default and docstring help)
   engine_flags.py   where the work runs: --tpu, --num_gpus, --num_cpu_replicas, --use_xla, --static_shapes

@@ -1,6 +1,7 @@
-"""The flags of `python -m bert_flow_tf.beam`, in the groups its --help shows (names: docs/flags.md).
+"""The flags of the `bert-flow-beam` command (`python -m bert_flow_tf.beam`), in the groups its --help shows
+(names: docs/flags.md).
 
-  beam_flags.define_flags()     # at the module's top; Beam's own options pass through (parsed with known_only)
+  beam_flags.define_flags()     # at the top of cli/beam.py; Beam's own options pass through (known_only)
 
 The model, pooling, max_seq_length, cache folder and batch flags are run_flow.py's, under the same names and
 aliases, so that one set of values fills the store here and finds it there.
@@ -9,7 +10,7 @@ from absl import flags
 
 from bert_flow_tf.cli import aliases
 from bert_flow_tf.cli import model_flags
-from bert_flow_tf.embedding import store
+from bert_flow_tf.embedding import store_files
 
 # alias -> canonical flag (run_flow.py's)
 ALIASES = {"sentence_embedding_type": "pooling", "predict_batch_size": "encode_batch_sentences",
@@ -35,14 +36,14 @@ def define_flags(flag_values=flags.FLAGS):
   flags.DEFINE_list("pooling", [model_flags.DEFAULT_POOLING], "Poolings whose quantities are stored (run_flow.py's "
                     "names: last-avg, first-last-avg, emb-avg, cls, avg, avg-last-2, ...).", flag_values=fv)
   flags.DEFINE_integer("encode_batch_sentences", model_flags.DEFAULT_ENCODE_BATCH_SENTENCES,
-                       "Sentences per encoder batch.", flag_values=fv)
+                       "Sentences per encoder batch.", lower_bound=1, flag_values=fv)
   flags.DEFINE_integer("inference_batch_sentences", 2048, "Sentences per RunInference call (one length-bucketed "
-                       "tf.data pipeline each).", flag_values=fv)
-  flags.DEFINE_integer("shard_size", store.DEFAULT_SHARD_SIZE, "About this many sentences per store shard.",
-                       flag_values=fv)
+                       "tf.data pipeline each; at least --encode_batch_sentences).", lower_bound=1, flag_values=fv)
+  flags.DEFINE_integer("shard_size", store_files.DEFAULT_SHARD_SIZE, "About this many sentences per store shard.",
+                       lower_bound=1, flag_values=fv)
   flags.DEFINE_integer("num_workers", 1, "Worker processes here (FnApi runner), or the runner's worker count.",
-                       flag_values=fv)
+                       lower_bound=1, flag_values=fv)
   flags.DEFINE_integer("intra_op_threads", None, "TensorFlow intra-op threads per worker process; default here: "
-                       "cores / --num_workers, elsewhere TensorFlow's default.", flag_values=fv)
+                       "cores / --num_workers, elsewhere TensorFlow's default.", lower_bound=1, flag_values=fv)
   aliases.define_aliases(ALIASES, fv)
   flags.mark_flags_as_required(["input_pattern", "cache_dir"], flag_values=fv)

@@ -6,7 +6,9 @@
 
 With a calibration fitted once: `--flow_checkpoint FLOW_DIR` (a fitted-flow directory from run_flow.py) maps the
 embeddings through the flow; `--exported_model EXPORT_DIR/text/1` encodes through an exported text SavedModel
-instead (it already fixes the model, pooling, max_seq_length and flow).
+instead (it already fixes the model, pooling, max_seq_length and flow). A SavedModel is a program: --exported_model
+loads and runs the graph it names because the caller named it, so give it only exports you trust
+(docs/security.md).
 """
 import os
 

@@ -71,10 +71,11 @@ def _help_asked(argv):
   return None
 
 
-def parse_flags(argv, help_groups=None, doc=""):
+def parse_flags(argv, help_groups=None, doc="", known_only=False):
   """app.run's flags_parser: absl's parsing, with one-line errors (the command line's flagfiles checked first).
 
-  With `help_groups` (see `flag_help.help_text`), --help and --helpfull print and exit 0.
+  With `help_groups` (see `flag_help.help_text`), --help and --helpfull print and exit 0. With `known_only`, the
+  arguments that are not our flags are passed on to main (the Beam command hands them to Beam).
   """
   asked = _help_asked(argv) if help_groups is not None else None
   if asked:
@@ -88,18 +89,19 @@ def parse_flags(argv, help_groups=None, doc=""):
         break
       if arg.startswith(_FLAGFILE_PREFIXES):
         _check_flagfile(arg.split("=", 1)[1])
-    return flags.FLAGS(argv)
+    return flags.FLAGS(argv, known_only=known_only)
   except (errors.UserError, OSError, flags.Error) as e:
     _exit(errors.one_line(e, _FLAG_ERRORS))
 
 
-def run(main, help_groups=None, doc=""):
+def run(main, help_groups=None, doc="", known_only=False):
   """app.run(main) with expected errors told in one line (see the module notes).
 
   Args:
     main: called with the remaining argv, as by app.run.
     help_groups: optional sequence of (title, flag names): --help lists these (`flag_help.help_text`), exit 0.
     doc: the entry point's docstring, whose first paragraph heads --help.
+    known_only: bool, arguments that are not our flags go to main instead of being refused.
   """
 
   def main_with_one_line_errors(argv):
@@ -113,4 +115,5 @@ def run(main, help_groups=None, doc=""):
 
   gc.freeze()                  # everything imported so far lives as long as the process
   atexit.register(gc.freeze)   # the last collection at exit then skips what main made too
-  app.run(main_with_one_line_errors, flags_parser=functools.partial(parse_flags, help_groups=help_groups, doc=doc))
+  app.run(main_with_one_line_errors, flags_parser=functools.partial(parse_flags, help_groups=help_groups, doc=doc,
+                                                                          known_only=known_only))

@@ -4,4 +4,6 @@
   embedder.py   SentenceEmbedder: batches -> per-sentence quantities on any tf.distribute strategy
   store.py      EmbeddingStore: per-sentence quantities on disk or in memory, content-addressed, each encoded
                 once; `vectors` is the one way sentences become pooled vectors
+  store_files.py  the store's files, one owner: paths, model key, shard names and members, their check, the key
+                index (each key read once), atomic shard writes through a filesystem seam (Beam's, or local)
 """

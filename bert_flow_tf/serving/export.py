@@ -25,7 +25,9 @@ flow it is the flow's z (all levels' latents concatenated, width D); with an `Af
 baselines) it is (x - center) W + offset, width D' (whitening-k: k).
 
 Each SavedModel is written to a hidden temporary directory beside its target and renamed into place, so a crash
-leaves no half-written version (TF Serving ignores names that are not numbers).
+leaves no half-written version (TF Serving ignores names that are not numbers). An existing version is replaced
+only with `overwrite=True`, and only if it is a SavedModel: a folder holding anything else is refused
+(docs/security.md).
 
 The search model stores the corpus's calibrated vectors, L2-normalised, as a float32 [D, M] variable and its
 sentences as a string [M] variable; a query batch is embedded as by the text model, normalised, multiplied by the
@@ -43,11 +45,14 @@ import tensorflow as tf
 from absl import logging
 
 from bert_flow_tf import search
+from bert_flow_tf.serving import text_bound
 from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.utils import io_utils
 
 INFO_FILE = "export_info.json"
+# What a version folder holds (tf.saved_model.save, then the warm-up requests), saved_model.pb first.
+SAVED_MODEL_FILES = ("saved_model.pb", "variables", "assets", "assets.extra", "fingerprint.pb")
 _IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
 _TEXT_SPEC = tf.TensorSpec([None], tf.string)
 
@@ -126,7 +131,8 @@ class _TextEmbedder(_IdsEmbedder):
 
   def embed_text(self, sentences):
     """tf.string [B] -> float32 [B, D], each batch padded to its longest sentence (capped at max_seq_length)."""
-    return self.embed_ids(packing.pack_to_longest(self.tokenizer, self.tokenizer.tokenize(sentences)))
+    bounded = text_bound.bound_text(sentences, self.tokenizer.max_seq_length, self.tokenizer.do_lower_case)
+    return self.embed_ids(packing.pack_to_longest(self.tokenizer, self.tokenizer.tokenize(bounded)))
 
   @tf.function(input_signature=[_TEXT_SPEC])
   def serve_text(self, sentences):
@@ -186,7 +192,7 @@ def export_search_model(embedder, flow, corpus_vectors, corpus_sentences, export
     corpus_sentences: list of M str.
     export_dir: str. Base directory.
     version: int >= 1.
-    overwrite: bool. Replace an existing version.
+    overwrite: bool. Replace an existing version (a SavedModel; a folder holding anything else is refused).
 
   Returns:
     str, the SavedModel directory.
@@ -219,7 +225,8 @@ def export_models(embedder, flow, export_dir, version=1, overwrite=False, quanti
       calibration), or None for the raw pooled vectors.
     export_dir: str. Base directory.
     version: int >= 1. TF Serving version directory name.
-    overwrite: bool. Replace existing versions; otherwise an existing one is an error.
+    overwrite: bool. Replace existing versions (SavedModels; a folder holding anything else is refused);
+      otherwise an existing one is an error.
     quantizer: a serving.binary_search.GraphQuantizer, or None: the text model's serving_default also returns
       its outputs ("embeddings_int8", ...: the embeddings in sentence-transformers' quantized layouts).
 
@@ -299,7 +306,8 @@ def _save_atomically(module, path, signatures, warmup_logs=None):
     signatures: dict name -> tf.function.
     warmup_logs: list of PredictionLog (bert_flow_tf.serving.warmup), or None for no warm-up file.
   """
-  with io_utils.atomic_dir(path) as tmp:
+  # Reached for a new version, or one to overwrite: replaced only if it is a SavedModel (what an export writes).
+  with io_utils.atomic_dir(path, own=SAVED_MODEL_FILES, remedy="remove it") as tmp:
     tf.saved_model.save(module, tmp, signatures=signatures)
     if warmup_logs:
       _warmup_module().write(tmp, warmup_logs)

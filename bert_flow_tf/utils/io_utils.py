@@ -1,12 +1,25 @@
-"""File helpers: strict UTF-8 line reading with file:line errors, and atomic writes (tmp file + rename)."""
+"""File helpers: strict UTF-8 line and JSON reading with file:line errors, and atomic writes (tmp file + rename).
+
+The write rules (what a folder writer may replace, what a kill leaves, the modes) are docs/security.md's.
+"""
 import codecs
 import contextlib
 import errno
+import hashlib
+import json
 import os
+import re
+import secrets
 import shutil
-import tempfile
+import socket
 
 from bert_flow_tf.utils import errors
+
+# Temporary names carry the writer's pid and host, so a later writer can tell a killed writer's leftovers from a
+# live one's: .tmp-<pid>-<8 hex digits of the host name's hash>-<random>[suffix or "-old"].
+_TMP_PREFIX = ".tmp-"
+_HOST = hashlib.sha256(socket.gethostname().encode("utf-8")).hexdigest()[:8]
+_TMP_NAME = re.compile(r"\.tmp-(\d+)-([0-9a-f]{8})-")
 
 
 def iter_lines(path):
@@ -48,12 +61,34 @@ def read_lines(path):
   return [line for _, line in iter_lines(path)]
 
 
+def read_json_object(path, missing):
+  """A JSON file holding an object, as a dict.
+
+  Raises:
+    FileNotFoundError naming `path` with the message `missing`; errors.UserError naming `path` (and the line, for a
+    syntax error) when it is not UTF-8, not JSON, too deeply nested, or not an object.
+  """
+  if not os.path.isfile(path):
+    raise errors.missing_file(missing, path)
+  try:
+    with open(path, encoding="utf-8") as f:
+      value = json.load(f)
+  except json.JSONDecodeError as e:
+    raise errors.UserError(f"not valid JSON ({e.msg})", f"{path}:{e.lineno}") from e
+  except (ValueError, RecursionError) as e:  # not UTF-8, an int of over 4,300 digits, nesting too deep
+    raise errors.UserError(f"not valid UTF-8 JSON ({type(e).__name__}: {str(e)[:100]})", path) from e
+  if not isinstance(value, dict):
+    raise errors.UserError(f"expected a JSON object, got {type(value).__name__}", path)
+  return value
+
+
 @contextlib.contextmanager
 def atomic_path(path):
   """Yields a temporary path beside `path`; renames it onto `path` only if the block succeeds.
 
-  The temporary file is created on entry, so an unwritable folder fails before the block's work. A process killed
-  inside the block leaves at most a hidden `.tmp-*` file beside `path`, never a partial `path`.
+  The temporary file is created on entry (mode 0666 less the umask, as `path` will keep), so an unwritable folder
+  fails before the block's work. A process killed inside the block leaves at most a hidden `.tmp-<pid>-*` file
+  beside `path`, never a partial `path`; the next write in that folder removes it (`sweep_stale`).
   """
   directory = os.path.dirname(os.path.abspath(path))
   if os.path.isdir(path):
@@ -61,11 +96,9 @@ def atomic_path(path):
   if os.path.exists(directory) and not os.path.isdir(directory):
     raise NotADirectoryError(errno.ENOTDIR, "the output's folder is a file", directory)
   os.makedirs(directory, exist_ok=True)
-  try:
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.splitext(path)[1])
-  except PermissionError as e:  # name the folder, not the temporary file's random name
-    raise PermissionError(e.errno, "no permission to write in the output's folder", directory) from e
-  os.close(fd)
+  sweep_stale(directory)
+  tmp = _new_tmp(directory, lambda name: os.close(os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)),
+                 os.path.splitext(path)[1])
   try:
     yield tmp
     os.replace(tmp, path)
@@ -75,26 +108,108 @@ def atomic_path(path):
 
 
 @contextlib.contextmanager
-def atomic_dir(path):
+def atomic_dir(path, own=(), overwrite=False, remedy="pass overwrite=True to replace it"):
   """Yields a temporary directory beside the directory `path`; puts it in place of `path` only if the block
-  succeeds (an existing `path` is moved aside, swapped out, then deleted). A process killed inside the block leaves
-  at most a hidden `.tmp-*` directory beside `path`, never a partial `path`.
+  succeeds.
+
+  An existing `path` is replaced (moved aside, swapped out, then deleted) only when it is empty, when it is what
+  this writer writes (it holds `own[0]`, its marker, and nothing but names in `own`), or with `overwrite`; never
+  when it is the working directory, one of its parents, the home directory or "/". It is checked on entry, before
+  the block's work, and again before the swap. A process killed inside the block leaves at most a hidden
+  `.tmp-<pid>-*` directory beside `path`, never a partial `path`; the next write in that folder removes it.
+
+  Args:
+    path: str, the directory to write.
+    own: tuple of str, the names this writer puts in `path`, its marker (info file) first; () for none.
+    overwrite: bool, replace a non-empty `path` whatever it holds (still never the folders above).
+    remedy: str, the way out the refusal names besides another folder.
+
+  Raises:
+    errors.UserError: `path` may not be replaced (one line naming it and how to go on).
   """
+  check_replaceable(path, own, overwrite, remedy)
   parent = os.path.dirname(os.path.abspath(path))
   os.makedirs(parent, exist_ok=True)
-  tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-")
+  sweep_stale(parent)
+  tmp = _new_tmp(parent, lambda name: os.mkdir(name, 0o777))
   try:
     yield tmp
-    if os.path.exists(path):
+    check_replaceable(path, own, overwrite, remedy)  # the block may have run for minutes
+    if os.path.lexists(path):
       old = tmp + "-old"
       os.replace(path, old)
       os.replace(tmp, path)
-      shutil.rmtree(old)
+      _remove(old)
     else:
       os.replace(tmp, path)
   finally:
     if os.path.exists(tmp):
       shutil.rmtree(tmp)
+
+
+def check_replaceable(path, own=(), overwrite=False, remedy="pass overwrite=True to replace it"):
+  """Raises errors.UserError unless `atomic_dir(path, own, overwrite)` may put a new folder at `path`."""
+  real, cwd = os.path.realpath(path), os.path.realpath(os.getcwd())
+  if real in (os.path.realpath(os.path.expanduser("~")), os.path.realpath(os.sep)) or cwd == real or \
+      cwd.startswith(real.rstrip(os.sep) + os.sep):
+    raise errors.UserError("refused: the working directory, one of its parents, the home directory or / is never "
+                           "replaced; give a new folder", path)
+  if not os.path.lexists(path):
+    return
+  if not os.path.isdir(path):
+    raise errors.UserError("exists and is not a folder; remove it or give a new folder", path)
+  entries = sorted(os.listdir(path))
+  if not entries or overwrite or (own and own[0] in entries and set(entries) <= set(own)):
+    return
+  foreign = [e for e in entries if e not in own] if own and own[0] in entries else entries
+  shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+  mine = f"{own[0]} and its files" if own else "nothing"
+  raise errors.UserError(f"not replaced: it holds {shown}, not only what this writer writes ({mine}); {remedy}, "
+                         "or give another folder", path)
+
+
+def sweep_stale(directory):
+  """Removes the `.tmp-<pid>-*` files and folders in `directory` that writers on this host left when they were
+  killed (their process is gone); another live process's are kept."""
+  for name in os.listdir(directory):
+    match = _TMP_NAME.match(name)
+    if not match or match.group(2) != _HOST or _alive(int(match.group(1))):
+      continue
+    try:
+      _remove(os.path.join(directory, name))
+    except OSError:  # another writer swept it first, or it is not ours to remove: best effort
+      pass
+
+
+def _new_tmp(directory, create, suffix=""):
+  """Creates `directory`/.tmp-<pid>-<host>-<random><suffix> with `create(name)` (modes from the umask)."""
+  while True:
+    name = os.path.join(directory, f"{_TMP_PREFIX}{os.getpid()}-{_HOST}-{secrets.token_hex(4)}{suffix}")
+    try:
+      create(name)
+      return name
+    except FileExistsError:
+      continue
+    except PermissionError as e:  # name the folder, not the temporary file's random name
+      raise PermissionError(e.errno, "no permission to write in the output's folder", directory) from e
+
+
+def _alive(pid):
+  """Whether process `pid` exists on this host (this process counts as alive)."""
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:  # another user's process
+    return True
+  return True
+
+
+def _remove(path):
+  if os.path.isdir(path) and not os.path.islink(path):
+    shutil.rmtree(path)
+  else:
+    os.remove(path)
 
 
 def write_text(path, text):

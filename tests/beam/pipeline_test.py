@@ -16,10 +16,13 @@ beam_tests.require_apache_beam()
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from bert_flow_tf import loaders
+from bert_flow_tf.beam import filesystem
+from bert_flow_tf.beam import local_runner
 from bert_flow_tf.beam import pipeline
-from bert_flow_tf.beam import shards
+from bert_flow_tf.embedding import store_files
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
-from bert_flow_tf.embedding.store import EmbeddingStore, sentence_keys
+from bert_flow_tf.embedding.store import EmbeddingStore
+from bert_flow_tf.embedding.store_files import sentence_keys
 from bert_flow_tf.modeling import pooling as pooling_lib
 from tests.embedding.engine_vectors import engine_vectors
 from tests.tiny_runs import REPO, tiny_model_dir
@@ -39,16 +42,16 @@ def _sentences(n, seed=0):
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-  """Runs the pipeline once; returns (model_dir, cached_dir, sentences, prefilled, summary)."""
+  """Runs the pipeline once; returns (model_dir, cache_dir, sentences, prefilled, summary)."""
   tmp = tmp_path_factory.mktemp("beam")
   model_dir = tiny_model_dir(tmp)
   sentences = _sentences(2000)
   rng = random.Random(1)
   prefilled = rng.sample(sentences, 1000)
-  cached_dir = str(tmp / "cache")
+  cache_dir = str(tmp / "cache")
   # Half the sentences are in the store already (written by the store itself).
   embedder = SentenceEmbedder(loaders.load_model(model_dir=model_dir), POOLING, max_seq_length=MAX_LEN)
-  EmbeddingStore(embedder, cached_dir, batch_size=64).vectors(prefilled, embedder.pooling, show_progress=False)
+  EmbeddingStore(embedder, cache_dir, batch_size=64).vectors(prefilled, embedder.pooling, show_progress=False)
   # Two files (a glob), with duplicates across and within them, empty and whitespace-only lines.
   (tmp / "in").mkdir()
   (tmp / "in" / "a.txt").write_text("\n".join(sentences[:1200] + ["", "   "] + sentences[:30]) + "\n")
@@ -58,26 +61,26 @@ def run(tmp_path_factory):
   os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, old_path) if p)
   try:
     summary = pipeline.embed_files(
-        str(tmp / "in" / "*.txt"), cached_dir, {"model_dir": model_dir}, [POOLING], max_seq_length=MAX_LEN,
+        str(tmp / "in" / "*.txt"), cache_dir, {"model_dir": model_dir}, [POOLING], max_seq_length=MAX_LEN,
         batch_size=64, shard_size=300, inference_batch_size=256, intra_op_threads=1,
-        options=pipeline.local_options(2, ["--direct_runner_bundle_repeat=1"]))
+        options=local_runner.options(2, ["--direct_runner_bundle_repeat=1"]))
   finally:
     if old_path is None:
       del os.environ["PYTHONPATH"]
     else:
       os.environ["PYTHONPATH"] = old_path
-  return model_dir, cached_dir, sentences, prefilled, summary
+  return model_dir, cache_dir, sentences, prefilled, summary
 
 
 def _shard_keys(folder, name):
-  return {path: shards.read_keys(path) for path in shards.shard_paths(folder, name)}
+  return {path: store_files.read_keys(path) for path in store_files.shard_paths(folder, name)}
 
 
 @pytest.mark.slow
 def test_the_store_then_serves_every_sentence_without_bert_with_embedder_vectors(run):
-  model_dir, cached_dir, sentences, _, summary = run
+  model_dir, cache_dir, sentences, _, summary = run
   embedder = SentenceEmbedder(loaders.load_model(model_dir=model_dir), POOLING, max_seq_length=MAX_LEN)
-  store = EmbeddingStore(embedder, cached_dir, batch_size=64)      # what run_flow.py --cached_dir opens
+  store = EmbeddingStore(embedder, cache_dir, batch_size=64)      # what run_flow.py --cache_dir opens
   assert store.folder == summary["folder"]
   got = store.vectors(sentences, embedder.pooling, show_progress=False)
   assert store.encoded == 0                                          # no BERT work
@@ -109,14 +112,15 @@ def test_only_the_unstored_half_is_embedded_once_into_distinct_atomic_shards(run
   assert summary["empty_lines"] > 0 and summary["duplicates"] > 0 and summary["already_stored"] > 0
 
 
-def test_writing_a_shard_twice_keeps_one_file(tmp_path):
+def test_writing_a_shard_twice_through_beams_filesystems_keeps_one_file(tmp_path):
   keys = np.sort(sentence_keys(["a", "b", "c"]))
-  values = {"mean-1": np.arange(6, dtype=np.float32).reshape(3, 2)}
-  first = shards.write_shard(str(tmp_path), keys, values)
-  assert shards.write_shard(str(tmp_path), keys, values) == first
-  assert os.listdir(tmp_path / "mean-1") == [first]
-  np.testing.assert_array_equal(shards.read_keys(str(tmp_path / "mean-1" / first)), keys)
+  vectors = np.arange(6, dtype=np.float32).reshape(3, 2)
+  first = store_files.write_shard(str(tmp_path), "mean-1", keys, vectors, filesystem.BEAM_FILES)
+  assert store_files.write_shard(str(tmp_path), "mean-1", keys, vectors, filesystem.BEAM_FILES) == first
+  assert os.listdir(tmp_path / "mean-1") == [os.path.basename(first)] == [store_files.shard_name(keys)]
+  np.testing.assert_array_equal(store_files.read_keys(first, filesystem.BEAM_FILES), keys)
+  np.testing.assert_array_equal(store_files.shard_member(first, "vectors"), vectors)   # what the store reads
   with pytest.raises(ValueError, match="sorted"):
-    shards.write_shard(str(tmp_path), keys[::-1], values)
-  (tmp_path / "mean-1" / first).write_bytes(b"not a zip file")
-  assert len(shards.read_keys(str(tmp_path / "mean-1" / first))) == 0   # counts as missing: embedded again
+    store_files.write_shard(str(tmp_path), "mean-1", keys[::-1], vectors, filesystem.BEAM_FILES)
+  (tmp_path / "mean-1" / os.path.basename(first)).write_bytes(b"not a zip file")
+  assert pipeline._stored_keys(("mean-1", first)) == []   # pylint: disable=protected-access  # embedded again

@@ -1,6 +1,10 @@
-"""Calibrations streamed from the store shard by shard equal the in-memory ones on the same pairs and vectors."""
+"""Calibrations streamed from the store shard by shard equal the in-memory ones on the same pairs and vectors, and
+count each distinct sentence once whatever the store's history (two writers, a re-encoded corrupt shard)."""
 import json
 import os
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -13,8 +17,13 @@ from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.calibration import store_stream
 from bert_flow_tf.data import order as order_lib
 from bert_flow_tf.data import pairs as pairs_lib
-from bert_flow_tf.embedding import store as store_lib
+from bert_flow_tf import loaders
+from bert_flow_tf.embedding import store_files as store_lib
+from bert_flow_tf.embedding.embedder import SentenceEmbedder
+from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.modeling import pooling as pooling_lib
+from tests import tiny_runs
+from tests.embedding.tiny_model import SENTENCES
 
 L, H = 3, 16
 
@@ -104,12 +113,18 @@ def test_streamed_whitening_equals_whitening_in_memory(shards):
     np.testing.assert_allclose(streamed.transform(x), memory.transform(x), atol=1e-8)
 
 
-def test_shards_missing_in_one_quantity_are_refused(tmp_path):
+def test_sentences_missing_in_one_quantity_are_not_read_and_a_fit_set_missing_them_is_refused(tmp_path):
   folder = _store(tmp_path / "store", [5, 6])
-  os.remove(os.path.join(folder, "mean-3", sorted(os.listdir(os.path.join(folder, "mean-3")))[0]))
-  with pytest.raises(ValueError, match="not those of"):
-    store_stream.StoreShards(folder, pooling_lib.resolve("first-last-avg", L))
-  assert len(store_stream.StoreShards(folder, pooling_lib.resolve("last-avg", L))) == 1   # mean-3 alone
+  gone = sorted(os.listdir(os.path.join(folder, "mean-3")))[0]
+  kept = [s for s in os.listdir(os.path.join(folder, "mean-3")) if s != gone]
+  os.remove(os.path.join(folder, "mean-3", gone))
+  both = store_stream.StoreShards(folder, pooling_lib.resolve("first-last-avg", L))
+  assert both.shards == kept and int(both.rows.sum()) == len(store_lib.read_keys(os.path.join(folder, "mean-3",
+                                                                                                  kept[0])))
+  assert store_stream.StoreShards(folder, pooling_lib.resolve("last-avg", L)).rows.tolist() == both.rows.tolist()
+  sentences = [f"shard {i} row {r}" for i, k in enumerate([5, 6]) for r in range(k)]
+  with pytest.raises(ValueError, match=r"5 of the 11 fit sentences are not stored for mean-1, mean-3"):
+    store_stream.fit_set(folder, pooling_lib.resolve("first-last-avg", L), sentences)
 
 
 def test_shards_restricted_to_keys_read_only_those_rows_in_their_order(tmp_path):
@@ -124,3 +139,93 @@ def test_shards_restricted_to_keys_read_only_those_rows_in_their_order(tmp_path)
   assert some.rows.tolist() == [6, 8]
   with pytest.raises(ValueError, match="any of the 1 sentences"):
     store_stream.StoreShards(folder, everything.pooling, keys=store_lib.sentence_keys(["not stored"]))
+
+
+def _tiny_store(model_dir, root, shard_size=16384):
+  embedder = SentenceEmbedder(loaders.load_model(model_dir=model_dir), "first-last-avg", max_seq_length=16)
+  return EmbeddingStore(embedder, root, batch_size=8, shard_size=shard_size)
+
+
+def _check_counts_each_sentence_once(store, sentences):
+  """The fit set of `sentences` in `store` holds each distinct one once, with the store's own vectors."""
+  pooling = store.embedder.pooling
+  fit = store_stream.fit_set(store.folder, pooling, sentences)
+  distinct = sorted(set(sentences))
+  assert int(fit.rows.sum()) == len(distinct)
+  read = np.concatenate([fit.read(i) for i in range(len(fit))])
+  # The rows in the fit set's order: shard by shard, each shard's keys in file order.
+  keys = np.concatenate([store_lib.read_keys(os.path.join(store.folder, fit.names[0], s)) for s in fit.shards])
+  by_key = dict(zip(store_lib.sentence_keys(distinct).tolist(), store.vectors(distinct, pooling,
+                                                                              show_progress=False)))
+  order = [k for k in keys.tolist() if k in by_key]
+  seen = set()
+  order = [k for k in order if not (k in seen or seen.add(k))]
+  np.testing.assert_array_equal(read, np.stack([by_key[k] for k in order]))
+  assert len(store_stream.StreamedPairs(fit)) == sum(len(pairs_lib.consecutive_pairs(int(k))[0]) for k in fit.rows)
+  return fit
+
+
+_FILL = """
+import os, sys, time
+from bert_flow_tf import loaders
+from bert_flow_tf.embedding.embedder import SentenceEmbedder
+from bert_flow_tf.embedding.store import EmbeddingStore
+model_dir, root, sentences, ready, go = sys.argv[1:]
+embedder = SentenceEmbedder(loaders.load_model(model_dir=model_dir), "first-last-avg", max_seq_length=16)
+store = EmbeddingStore(embedder, root, batch_size=8, shard_size=7)
+store.ensure([], ["mean-1", "mean-3"], show_progress=False)   # opens the store: what it holds now
+open(ready, "w").close()
+while not os.path.exists(go):
+  time.sleep(0.05)
+with open(sentences, encoding="utf-8") as f:
+  store.ensure(f.read().split("\\n"), ["mean-1", "mean-3"], show_progress=False)
+"""
+
+
+def test_two_processes_filling_one_store_with_shared_sentences_count_each_once(tmp_path):
+  model_dir = tiny_runs.tiny_model_dir(tmp_path)
+  root = str(tmp_path / "store")
+  halves = [SENTENCES[:15], SENTENCES[8:]]                       # 7 sentences in both
+  procs = []
+  for i, half in enumerate(halves):
+    (tmp_path / f"s{i}.txt").write_text("\n".join(half), encoding="utf-8")
+    procs.append(subprocess.Popen(
+        [sys.executable, "-c", _FILL, model_dir, root, str(tmp_path / f"s{i}.txt"), str(tmp_path / f"ready{i}"),
+         str(tmp_path / "go")], cwd=tiny_runs.REPO, env=dict(os.environ, PYTHONPATH=tiny_runs.REPO),
+        stderr=subprocess.PIPE, text=True))
+  deadline = time.time() + 300
+  while not all((tmp_path / f"ready{i}").exists() for i in range(2)):   # both opened the store before either wrote
+    assert time.time() < deadline and all(p.poll() is None for p in procs), [p.communicate() for p in procs]
+    time.sleep(0.1)
+  (tmp_path / "go").touch()
+  for p in procs:
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err[-3000:]
+  store = _tiny_store(model_dir, root)
+  stored = np.concatenate([store_lib.read_keys(p) for p in store_lib.shard_paths(store.folder, "mean-1")])
+  assert len(stored) > len(set(stored.tolist())) == len(set(SENTENCES))   # the shared sentences are stored twice
+  _check_counts_each_sentence_once(store, SENTENCES)
+  assert store.encoded == 0
+
+
+def test_a_re_encoded_corrupt_shard_of_one_quantity_still_pairs_with_the_other(tmp_path):
+  model_dir = tiny_runs.tiny_model_dir(tmp_path)
+  root = str(tmp_path / "store")
+  store = _tiny_store(model_dir, root, shard_size=6)
+  store.ensure(SENTENCES, ["mean-1", "mean-3"], show_progress=False)
+  corrupt = store_lib.shard_paths(store.folder, "mean-1")[1]
+  lost = store_lib.read_keys(corrupt)
+  with open(corrupt, "r+b") as f:                                # a bit flipped in the middle of the file
+    f.seek(os.path.getsize(corrupt) // 2)
+    byte = f.read(1)
+    f.seek(-1, os.SEEK_CUR)
+    f.write(bytes([byte[0] ^ 0x10]))
+  fresh = _tiny_store(model_dir, root, shard_size=6)
+  # Some of the lost sentences first, then all: mean-1 gets shards that mean-3 has under other names.
+  lost_sentences = [s for s in sorted(set(SENTENCES)) if store_lib.sentence_keys([s])[0] in lost.tolist()]
+  fresh.ensure(lost_sentences[:2], ["mean-1", "mean-3"], show_progress=False)
+  fresh.ensure(SENTENCES, ["mean-1", "mean-3"], show_progress=False)
+  assert fresh.encoded == len(lost)
+  names = [sorted(os.path.basename(p) for p in store_lib.shard_paths(fresh.folder, q)) for q in ("mean-1", "mean-3")]
+  assert names[0] != names[1]
+  _check_counts_each_sentence_once(fresh, SENTENCES)

@@ -4,10 +4,10 @@ import os
 import numpy as np
 import pytest
 
-from bert_flow_tf.embedding import store as store_lib
+from bert_flow_tf.embedding import store_files
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
-from bert_flow_tf.embedding.store import model_fingerprint
+from bert_flow_tf.embedding.store_files import model_fingerprint
 from bert_flow_tf.modeling import pooling as pooling_lib
 from tests.embedding.engine_vectors import engine_vectors
 from tests.embedding.tiny_model import SENTENCES, tiny_model
@@ -70,7 +70,7 @@ def test_corrupt_or_non_finite_shards_are_rebuilt(tmp_path, model, caplog):
   store = EmbeddingStore(embedder(model, "last-avg"), str(root), batch_size=4)
   want = store.vectors(SENTENCES, pooling_lib.resolve("last-avg", 3))
   (path,) = [root / s for s in shards(root)]
-  first_value = store_lib.shard_member(path, "vectors").offset     # its lowest byte: flipped, still finite
+  first_value = store_files.shard_member(path, "vectors").offset     # its lowest byte: flipped, still finite
 
   def flip(data):
     return data[:first_value] + bytes([data[first_value] ^ 1]) + data[first_value + 1:]
