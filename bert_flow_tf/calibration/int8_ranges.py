@@ -104,3 +104,22 @@ def load(folder):
     raise errors.UserError(f"not int8 ranges (want float32 [2, D] with highs >= lows), got {ranges.dtype} "
                            f"{list(ranges.shape)}", path)
   return ranges
+
+
+def encoding_ranges(calibration, truncate_dim=None, normalized=False):
+  """The saved ranges that apply to an encoder's `encode(..., precision="int8")` vectors, or None.
+
+  Args:
+    calibration: the encoder's calibration (calibrator.FlowCalibration / BaselineCalibration), or None.
+    truncate_dim: int or None, the vectors keep their first truncate_dim dimensions.
+    normalized: bool, the vectors were scaled to unit length (after the calibration).
+
+  Returns:
+    float32 [2, truncate_dim or D'], the calibration's ranges cut as the vectors; None (ranges from the call's own
+    vectors, as sentence-transformers does) without a calibration or saved ranges, or for unit-length vectors:
+    the ranges were fitted on the calibrated vectors as they are, before any normalisation.
+  """
+  ranges = None if calibration is None else calibration.int8_ranges
+  if ranges is None or normalized:
+    return None
+  return ranges if truncate_dim is None else ranges[:, :truncate_dim]
