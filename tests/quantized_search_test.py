@@ -37,11 +37,13 @@ def _brute_force(q, x, ranges, k, candidates):
   return np.array(out_ids), np.array(out_scores)
 
 
-@pytest.fixture(name="gaussian")
-def fixture_gaussian():
+@pytest.fixture(name="gaussian", params=[130, 400])
+def fixture_gaussian(request):
+  """130 dims: three words, the last one padded; 400: seven words (uint8 sums of 3 + 3 + 1 words in the graph)."""
   rng = np.random.default_rng(7)
-  x = rng.normal(size=[600, 130]).astype(np.float32)   # 130 dims: three words, the last one padded
-  q = rng.normal(size=[5, 130]).astype(np.float32)
+  x = rng.normal(size=[600, request.param]).astype(np.float32)
+  q = rng.normal(size=[5, request.param]).astype(np.float32)
+  q = np.concatenate([q, -x[:1]])                      # all bits differ from x[0]: 400 > 255, no uint8 wrap
   return x, q, int8_ranges.fit_ranges(x)
 
 
@@ -54,15 +56,18 @@ def test_hamming_search_equals_brute_force_in_numpy_and_in_the_graph(gaussian):
   got = quantized_search.search_codes(q, corpus, top_k=7, candidates=40)
   np.testing.assert_array_equal([[h["corpus_id"] for h in row] for row in got], want_ids)
   np.testing.assert_allclose([[h["score"] for h in row] for row in got], want_scores, atol=1e-6)
-  ids, scores = binary_search.BinaryIndex(corpus).search_vectors(tf.constant(q), tf.constant(7), tf.constant(40))
+  index = binary_search.BinaryIndex(corpus)
+  ids, scores = index.search_vectors(tf.constant(q), tf.constant(7), tf.constant(40))
   np.testing.assert_array_equal(ids.numpy(), want_ids)
   np.testing.assert_allclose(scores.numpy(), want_scores, atol=1e-6)
+  every_candidate, _ = index.search_vectors(tf.constant(q), tf.constant(40), tf.constant(40))
+  np.testing.assert_array_equal(every_candidate.numpy(), _brute_force(q, x, ranges, k=40, candidates=40)[0])
   # Without rescoring: the Hamming order, scored as the cosine of the +-1 sign vectors.
   distance = ((q[:, None, :] > 0) != (x[None, :, :] > 0)).sum(-1)
   plain = quantized_search.search_codes(q, corpus, top_k=7, candidates=40, rescore=False)
   for row, d in zip(plain, distance):
     assert [h["corpus_id"] for h in row] == sorted(range(len(x)), key=lambda i, d=d: (d[i], i))[:7]
-    assert [h["score"] for h in row] == [1 - 2 * d[h["corpus_id"]] / 130 for h in row]
+    assert [h["score"] for h in row] == [1 - 2 * d[h["corpus_id"]] / x.shape[1] for h in row]
 
 
 def test_rescoring_reorders_the_hamming_candidates():
@@ -92,7 +97,7 @@ def test_bad_k_is_one_line(gaussian, top_k, candidates, message):
 
 
 def test_ranges_follow_the_gaussian_rule_and_stream_block_by_block(gaussian):
-  x = gaussian[0] * np.linspace(0.5, 3., 130, dtype=np.float32) + 2.
+  x = gaussian[0] * np.linspace(0.5, 3., gaussian[0].shape[1], dtype=np.float32) + 2.
   ranges = int8_ranges.fit_ranges(x)
   mean, std = x.astype(np.float64).mean(0), x.astype(np.float64).std(0)
   np.testing.assert_allclose(ranges, [mean - 3.9 * std, mean + 3.9 * std], rtol=1e-6)

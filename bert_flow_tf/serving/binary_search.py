@@ -37,6 +37,7 @@ from bert_flow_tf.serving import export as export_lib
 KIND = "binary_search"
 BLOCK_ROWS = 16384  # corpus sentences encoded at a time by export_encoder_corpus
 _QUERY_PARALLELISM = 4   # queries searched at once inside a batch (tf.map_fn's parallel_iterations)
+_WORDS_PER_SUM = 3       # popcounts of 64-bit words added in uint8 before int32: 3 x 64 = 192 <= 255
 
 
 def _check_int8_ranges(ranges, dim):
@@ -104,6 +105,7 @@ class BinaryIndex(tf.Module):
   def __init__(self, corpus):
     super().__init__(name="binary_index")
     self.dim = corpus.dim
+    self.num_words = corpus.words.shape[1]
     self.words = tf.Variable(np.ascontiguousarray(corpus.words[:corpus.filled].T), trainable=False,
                              name="words")                                            # [W, M]
     self.codes = tf.Variable(corpus.codes[:corpus.filled], trainable=False, name="codes")   # [M, D']
@@ -117,8 +119,11 @@ class BinaryIndex(tf.Module):
     query_words = _pack_bits(q, quantized_search.WORD_BITS)                           # [B, W]
 
     def nearest(words):                                                               # int64 [W] -> int32 [C]
-      xor = tf.bitwise.bitwise_xor(self.words, words[:, None])                        # [W, M]
-      distance = tf.reduce_sum(tf.cast(tf.raw_ops.PopulationCount(x=xor), tf.int32), axis=0)  # [M]
+      counts = [tf.raw_ops.PopulationCount(x=tf.bitwise.bitwise_xor(self.words[w], words[w]))  # uint8 [M] each
+                for w in range(self.num_words)]
+      # Summed in uint8 a group of _WORDS_PER_SUM words at a time (at most 192 bits: no overflow), then in int32.
+      distance = tf.add_n([tf.cast(tf.add_n(counts[g:g + _WORDS_PER_SUM]), tf.int32)
+                           for g in range(0, len(counts), _WORDS_PER_SUM)])                      # [M]
       return tf.math.top_k(-distance, k=c).indices
 
     cand = tf.map_fn(nearest, query_words, fn_output_signature=tf.TensorSpec([None], tf.int32),
