@@ -7,7 +7,7 @@ pairs, loss mean NLL of a + mean NLL of b. Each line: dim D, batch B (pairs), tr
 building), steps_per_s and sentences_per_s (steady state, 2B sentences a step), retraces (extra traces after the
 first; must be 0), epoch_s_17k (estimated seconds for one epoch over 17,000 sentences, 8,500 pairs, plus tracing),
 and next_fit_s: what a later fit of the same config and width pays instead of trace_s (`glow.ReusableTrainStep`:
-a freshly seeded Glow built, copied in, the optimizer zeroed, then its first step on the kept trace).
+a freshly seeded Glow and a new optimizer made and their state put into the kept ones, then the first step).
 """
 import argparse
 import json
@@ -42,11 +42,11 @@ def bench(config, dim, batch, steps, jit_compile):
   steps_per_s = steps / elapsed
   next_fit_s = None
   if not jit_compile:  # ReusableTrainStep traces without XLA, as fit_flow runs
-    reusable = ReusableTrainStep(GlowConfig.load(config), dim, "original", weight_decay_rate=0.01)
-    reusable.reset(Glow.from_config(config, dim=dim, seed=1), learning_rate=1e-3)
+    reusable = ReusableTrainStep(GlowConfig.load(config), dim, "original", AdamWeightDecay(learning_rate=1e-3))
+    reusable.reset(Glow.from_config(config, dim=dim, seed=1), AdamWeightDecay(learning_rate=1e-3))
     float(reusable(*batches[0]))                               # the first fit traces
     start = time.perf_counter()
-    reusable.reset(Glow.from_config(config, dim=dim, seed=2), learning_rate=1e-3)
+    reusable.reset(Glow.from_config(config, dim=dim, seed=2), AdamWeightDecay(learning_rate=1e-3))
     float(reusable(*batches[1]))
     next_fit_s = round(time.perf_counter() - start, 3)
     assert reusable.tracing_count() == 1

@@ -6,6 +6,7 @@ The Python API (README: Python API):
   ExportedEncoder   the same encode, similarity and search from an export's SavedModels alone
                     (bert_flow_tf/exported_encoder.py)
   cos_sim, semantic_search   on vectors (bert_flow_tf/search.py); isotropy (bert_flow_tf/evaluation/isotropy.py)
+  quantize_embeddings        int8 / uint8 / binary / ubinary in sentence-transformers' layouts (quantization.py)
 
 Everything here is built on Keras 2, imported by name (`import tf_keras`); importing the package leaves the
 caller's `tf.keras` alone. The commands (bert_flow_tf/cli/) own their process and set
@@ -17,7 +18,7 @@ import importlib
 # only) stays light.
 _PUBLIC = {"SentenceEncoder": "bert_flow_tf.sentence_encoder", "ExportedEncoder": "bert_flow_tf.exported_encoder",
            "cos_sim": "bert_flow_tf.search", "semantic_search": "bert_flow_tf.search",
-           "isotropy": "bert_flow_tf.evaluation.isotropy"}
+           "isotropy": "bert_flow_tf.evaluation.isotropy", "quantize_embeddings": "bert_flow_tf.quantization"}
 __all__ = sorted(_PUBLIC)
 
 

@@ -2,6 +2,7 @@
 
   enc = ExportedEncoder("export/")          # what SentenceEncoder.export or run_flow.py --export_dir wrote
   enc.encode(["A man plays a guitar."])     # np.float32 [1, D], through text/<version>'s serving_default
+                                            # (sentence-transformers' encode arguments: st_api, docs/api.md)
   enc.search(["a guitar player"], k=3)      # through search/<version> (an export with a corpus)
   enc.search(["a guitar player"], k=3, precision="binary")   # through binary_search/<version>
 
@@ -22,6 +23,7 @@ from bert_flow_tf.serving import binary_search
 from bert_flow_tf.serving import export
 from bert_flow_tf import quantized_search
 from bert_flow_tf import search
+from bert_flow_tf import st_api
 
 
 def latest_version(export_dir, kind="text"):
@@ -34,13 +36,14 @@ def latest_version(export_dir, kind="text"):
   return versions[-1]
 
 
-class ExportedEncoder(search.SearchMixin):
+class ExportedEncoder(st_api.StApi):
   """An export loaded for encoding and search.
 
   Args:
     export_dir: str, the directory SentenceEncoder.export (or run_flow.py --export_dir) wrote; its SavedModels are
       loaded and run (a trusted folder: see the module notes).
     version: int or None (the latest).
+    batch_size: int, sentences per call of the text model unless `encode` is given one.
 
   Attributes:
     info: dict, export_info.json (model, pooling, max_seq_length, flow, dim).
@@ -49,7 +52,8 @@ class ExportedEncoder(search.SearchMixin):
     binary_search_model: the loaded binary search SavedModel (serving.binary_search), or None.
   """
 
-  def __init__(self, export_dir, version=None):
+  def __init__(self, export_dir, version=None, batch_size=64):
+    self.batch_size = batch_size
     self.version = latest_version(export_dir) if version is None else version
     with open(os.path.join(export_dir, export.INFO_FILE), encoding="utf-8") as f:
       self.info = json.load(f)
@@ -63,16 +67,17 @@ class ExportedEncoder(search.SearchMixin):
   def dim(self):
     return self.info["dim"]
 
-  def encode(self, sentences, batch_size=64, normalize_embeddings=False, show_progress_bar=None):
-    """As SentenceEncoder.encode, through the text model: a str -> np.float32 [D], a list -> [n, D].
+  @property
+  def max_seq_length(self):
+    return self.info["max_seq_length"]
 
-    show_progress_bar is accepted for the same call and ignored (no progress line).
-    """
+  def _embed(self, texts, batch_size=None, show_progress_bar=None):
+    """np.float32 [n, D] through the text model (st_api's hook; no progress line)."""
     del show_progress_bar  # unused
-    if isinstance(sentences, str):
-      return self.encode([sentences], batch_size, normalize_embeddings)[0]
-    vectors = export.encode_with_saved_model(self.text_model, list(sentences), batch_size)
-    return search.normalize(vectors) if normalize_embeddings else vectors
+    return export.encode_with_saved_model(self.text_model, texts, batch_size or self.batch_size)
+
+  def _token_outputs(self, texts, batch_size):
+    raise ValueError("an export serves sentence vectors only: output_value must be 'sentence_embedding'")
 
   def search(self, queries, k=10, precision="float32", candidates=quantized_search.DEFAULT_CANDIDATES):
     """The export's corpus searched in its graph: top-k by cosine (precision "float32", search/<version>), or by
@@ -87,6 +92,7 @@ class ExportedEncoder(search.SearchMixin):
     Returns:
       list of n lists of {"corpus_id": int, "score": float, "sentence": str}, best first.
     """
+    search.check_top_k(k, "k")
     if precision not in quantized_search.SEARCH_PRECISIONS:
       raise ValueError(f"search precision {precision!r} is not supported; use one of "
                        f"{', '.join(quantized_search.SEARCH_PRECISIONS)}")

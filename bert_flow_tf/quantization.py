@@ -3,7 +3,7 @@
   "float32"  np.float32 [n, D], unchanged.
   "uint8"    np.uint8 [n, D]: per dimension, 256 buckets between that dimension's min and max, (x - min) / step
              with step = (max - min) / 255, cut to an integer.
-  "int8"     np.int8 [n, D]: the uint8 bucket minus 128.
+  "int8"     np.int8 [n, D]: (x - min) / step - 128, cut toward zero (so not always the uint8 bucket minus 128).
   "ubinary"  np.uint8 [n, ceil(D / 8)]: np.packbits(x > 0) of each row (the first dimension is the high bit).
   "binary"   np.int8 [n, ceil(D / 8)]: the ubinary byte minus 128.
 
@@ -61,9 +61,10 @@ def quantize_embeddings(embeddings, precision, ranges=None, calibration_embeddin
   starts = ranges[0]
   steps = (ranges[1] - ranges[0]) / _BUCKETS
   with np.errstate(divide="ignore", invalid="ignore"):                          # in the inputs' dtype, as ST
-    buckets = np.where(steps > 0, (embeddings - starts) / steps, 0)
-  buckets = np.clip(np.trunc(buckets), 0, _BUCKETS).astype(np.int16)             # [n, D], 0..255
-  return buckets.astype(np.uint8) if precision == "uint8" else (buckets - 128).astype(np.int8)
+    buckets = np.where(steps > 0, (embeddings - starts) / steps, 0)              # [n, D], 0..255 inside the ranges
+  if precision == "uint8":
+    return np.clip(np.trunc(buckets), 0, _BUCKETS).astype(np.uint8)
+  return np.clip(np.trunc(buckets - 128), -128, 127).astype(np.int8)             # cut toward 0 after the shift
 
 
 def _ranges(embeddings, precision, ranges, calibration_embeddings):

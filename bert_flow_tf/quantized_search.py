@@ -12,7 +12,7 @@ never held whole.
   1. Hamming distance between q's sign bits and each corpus's words; the `candidates` nearest (equal distances:
      the lower index first).
   2. Rescoring (rescore=True): cosine of q (float32) and each candidate's codes read back to the middle of their
-     buckets, lo + (code + 128.5) step; the top_k of those, best first (equal scores: the Hamming-nearer first).
+     buckets (`dequantize`); the top_k of those, best first (equal scores: the Hamming-nearer first).
      Without rescoring, the top_k of pass 1 with score 1 - 2 hamming / D' (the cosine of the +-1 sign vectors).
 
 The SavedModel (`serving.binary_search`) computes the same in its graph; `semantic_search` on an encoder calls
@@ -45,15 +45,20 @@ def pack_words(vectors):
 
 
 def bucket_middles(ranges):
-  """(lo float32 [D'], step float32 [D']): code c reads back as lo + (c + 128.5) step."""
+  """(lo float32 [D'], step float32 [D']): the buckets' start and width (see `dequantize`)."""
   ranges = np.asarray(ranges, np.float32)
   return ranges[0], (ranges[1] - ranges[0]) / np.float32(255)
 
 
 def dequantize(codes, ranges):
-  """int8 [n, D'] codes -> float32 [n, D'], each at the middle of its bucket."""
+  """int8 [n, D'] codes -> float32 [n, D'], each at the middle of its bucket: lo + (c + 128 + sign(c) / 2) step.
+
+  int8 cuts (x - lo) / step - 128 toward zero, so code c > 0 holds [c, c + 1), c < 0 holds (c - 1, c] and 0 holds
+  (-1, 1), in steps from lo + 128 step.
+  """
   lo, step = bucket_middles(ranges)
-  return lo + (np.asarray(codes, np.float32) + np.float32(128.5)) * step
+  codes = np.asarray(codes, np.float32)
+  return lo + (codes + np.float32(128) + np.float32(0.5) * np.sign(codes)) * step
 
 
 def check_search_args(top_k, candidates):

@@ -1,5 +1,5 @@
 """Cosine similarity (the project's one numpy cosine: row-wise and as a matrix) and exact top-k search over sentence
-vectors, and the methods encoders share.
+vectors. The methods encoders share are st_api.StApi.
 
 `semantic_search` returns what sentence-transformers' `util.semantic_search` returns: per query, a list of
 {"corpus_id": int, "score": float} by decreasing score; equal scores keep the lower corpus_id first (as
@@ -58,57 +58,45 @@ def cos_sim(a, b):
   return normalize(a) @ normalize(b).T
 
 
-def semantic_search(query_vectors, corpus_vectors, top_k=10):
-  """Exact cosine top-k: each query against every corpus vector.
+def check_top_k(top_k, name="top_k"):
+  """Returns `top_k` if it is an int >= 1, else raises ValueError in one line naming `name`."""
+  if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
+    raise ValueError(f"{name} must be an int >= 1, got {top_k!r}")
+  return top_k
+
+
+def semantic_search(query_vectors, corpus_vectors, query_chunk_size=100, corpus_chunk_size=500000, top_k=10,
+                    score_function=None):
+  """Exact top-k: each query against every corpus vector, in sentence-transformers' `util.semantic_search` signature.
 
   Args:
     query_vectors: float [n, D] or [D].
     corpus_vectors: float [m, D].
+    query_chunk_size, corpus_chunk_size: int >= 1, the queries and corpus vectors scored at a time (memory:
+      query_chunk_size x corpus_chunk_size scores); the ranking does not depend on them (the scores' last float
+      bits may: a matmul of another shape rounds differently).
     top_k: int >= 1; min(top_k, m) results per query.
+    score_function: (a [q, D], b [c, D]) -> scores [q, c], higher is better; None: `cos_sim`.
 
   Returns:
-    list of n lists of {"corpus_id": int, "score": float}, best first.
+    list of n lists of {"corpus_id": int, "score": float}, best first (equal scores: lower corpus_id first).
   """
-  if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
-    raise ValueError(f"top_k must be an int >= 1, got {top_k!r}")
-  scores = cos_sim(query_vectors, corpus_vectors)                          # [n, m]
-  k = min(int(top_k), scores.shape[1])
-  order = np.argsort(-scores, axis=1, kind="stable")[:, :k]                 # [n, k]
-  return [[{"corpus_id": int(i), "score": float(row[i])} for i in ids] for row, ids in zip(scores, order)]
-
-
-class SearchMixin:
-  """`similarity` and `semantic_search` for a class with `encode(sentences) -> np.float32 [n, D]`."""
-
-  def vectors_of(self, texts_or_vectors):
-    """A str, a list of str (encoded with `encode`) or vectors [n, D] / [D] -> np.float32 [n, D]."""
-    if isinstance(texts_or_vectors, str):
-      return self.encode([texts_or_vectors])
-    if isinstance(texts_or_vectors, (list, tuple)) and all(isinstance(t, str) for t in texts_or_vectors):
-      return self.encode(list(texts_or_vectors))
-    return np.atleast_2d(np.asarray(texts_or_vectors, np.float32))
-
-  def similarity(self, a, b):
-    """Cosine similarity matrix of the (calibrated) vectors of a and b.
-
-    Args:
-      a: str, list of n str, or vectors float [n, D] (e.g. from `encode`).
-      b: str, list of m str, or vectors float [m, D].
-
-    Returns:
-      np.float32 [n, m] (a str counts as a list of one).
-    """
-    return cos_sim(self.vectors_of(a), self.vectors_of(b))
-
-  def semantic_search(self, queries, corpus, top_k=10):
-    """Exact cosine top-k of each query in the corpus (see the module notes for the result).
-
-    Args:
-      queries: str, list of n str, or vectors float [n, D].
-      corpus: list of m str, or vectors float [m, D] (encode a large corpus once and pass its vectors).
-      top_k: int >= 1.
-
-    Returns:
-      list of n lists of {"corpus_id": int, "score": float}, best first.
-    """
-    return semantic_search(self.vectors_of(queries), self.vectors_of(corpus), top_k)
+  check_top_k(top_k)
+  check_top_k(query_chunk_size, "query_chunk_size")
+  check_top_k(corpus_chunk_size, "corpus_chunk_size")
+  score_function = score_function or cos_sim
+  queries, corpus = np.atleast_2d(query_vectors), np.atleast_2d(corpus_vectors)
+  k = min(int(top_k), len(corpus))
+  results = []
+  for q in range(0, len(queries), query_chunk_size):
+    scores, ids = [], []                                                    # the best k of each corpus chunk
+    for c in range(0, len(corpus), corpus_chunk_size):
+      chunk = np.asarray(score_function(queries[q:q + query_chunk_size], corpus[c:c + corpus_chunk_size]))
+      best = np.argsort(-chunk, axis=1, kind="stable")[:, :k]              # [q, <= k]
+      scores.append(np.take_along_axis(chunk, best, axis=1))
+      ids.append(best + c)
+    scores, ids = np.concatenate(scores, axis=1), np.concatenate(ids, axis=1)
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]              # chunks in corpus order: ties stay
+    results += [[{"corpus_id": int(i), "score": float(s)} for i, s in zip(row_ids[o], row_scores[o])]
+                for row_ids, row_scores, o in zip(ids, scores, order)]
+  return results

@@ -8,167 +8,196 @@
   enc.save("my_encoder"); SentenceEncoder.load("my_encoder")
   enc.export("export/", corpus=sentences)         # SavedModels: text/, ids/ (and search/ with a corpus)
 
+Saving and loading (the files, the fingerprint that ties a calibration to its model) are encoder_folder.py's.
 It reuses the project's parts: `loaders.load_model`, `SentenceEmbedder` behind an `EmbeddingStore` (each distinct
 sentence runs through BERT once per object), `calibration.calibrator` (flow or baselines) and `export`.
 
-`save(dir)` writes, atomically (a hidden sibling renamed into place):
-  <dir>/sentence_encoder.json   the model (its path or preset name), pooling, max_seq_length, the fingerprint
-  <dir>/calibration/            the calibration (see calibration.calibrator), when there is one
-The BERT weights are not copied: as BERT-whitening keeps its kernel and bias beside the model, the calibration is
-kept with the name of the model it was fitted on, and `load` checks the fingerprint of the model it finds.
-
-The fingerprint hashes what the vectors depend on: the encoder's weights (shapes, bytes), the model config,
-the vocabulary file's bytes, do_lower_case, the pooling and max_seq_length (not the file format: the same weights
-read from a TF1 checkpoint or an HF directory give the same vectors). A calibration is refused on vectors with
-another fingerprint.
-
 Legend: n, m = sentences, D = the (calibrated) embedding width.
 """
-import functools
-import hashlib
-import json
+import dataclasses
 import os
 
 import numpy as np
+import tensorflow as tf
+from absl import logging
 
-import glow
-from bert_flow_tf.serving import binary_search
-from bert_flow_tf.serving import export as export_lib
 from bert_flow_tf import encoder_folder
 from bert_flow_tf import loaders
 from bert_flow_tf import quantized_search
-from bert_flow_tf import search
+from bert_flow_tf import st_api
 from bert_flow_tf.calibration import calibrator
-from bert_flow_tf.calibration import fitted_flow
+from bert_flow_tf.calibration import flow_fitting
+from bert_flow_tf.calibration import int8_ranges
 from bert_flow_tf.calibration import store_stream
+from bert_flow_tf.data import pairs as pairs_lib
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
+from bert_flow_tf.loaders import presets
+from bert_flow_tf.loaders import st_folder
+from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
-from bert_flow_tf.utils import errors
+from bert_flow_tf.serving import binary_search
+from bert_flow_tf.serving import export as export_lib
 from bert_flow_tf.utils import io_utils
 
-
-def fingerprint(embedder):
-  """16 hex digits naming what `embedder`'s vectors depend on (see the module notes)."""
-  model = embedder.loaded
-  h = hashlib.sha256()
-  head = {"config": None if model.config is None else model.config.to_dict(),
-          "do_lower_case": bool(model.do_lower_case), "pooling": embedder.pooling.name,
-          "max_seq_length": embedder.max_seq_length}
-  h.update(json.dumps(head, sort_keys=True).encode("utf-8"))
-  with open(model.vocab_file, "rb") as f:
-    h.update(f.read())
-  for variable in model.encoder.variables:  # in creation order; their names change with Keras' layer counters
-    value = variable.numpy()
-    h.update(f"{value.shape}:{value.dtype}".encode("utf-8"))
-    h.update(np.ascontiguousarray(value).tobytes())
-  return h.hexdigest()[:16]
+DEFAULT_POOLING = "last-avg"
 
 
-def _describe(model, pooling, max_seq_length, fingerprint_hex):
-  return f"{model} (pooling {pooling}, max_seq_length {max_seq_length}, fingerprint {fingerprint_hex})"
+def _embedder(model, pooling, max_seq_length, load_kwargs):
+  """SentenceEmbedder of a model name, path or loaders.LoadedModel; max_seq_length None: the model's own
+  (max_position_embeddings, else 512)."""
+  if isinstance(model, loaders.LoadedModel):
+    if load_kwargs:
+      raise ValueError(f"load options {sorted(load_kwargs)} given with an already loaded model")
+  else:
+    model = loaders.load_model(model, **load_kwargs)
+  own_length = model.config.max_position_embeddings if model.config else 512
+  return SentenceEmbedder(model, pooling, max_seq_length or own_length)
 
 
-class SentenceEncoder(search.SearchMixin):
-  """Sentences -> (calibrated) vectors with a loaded BERT and a named pooling.
+class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
+  """Sentences -> (calibrated) vectors with a loaded BERT and a named pooling, answering sentence-transformers'
+  calls (`encode`, `similarity`, ...: st_api, docs/api.md).
 
-  Make one with `from_pretrained` or `load`.
+  Make one as sentence-transformers does, `SentenceEncoder("all-MiniLM-L6-v2")`, or with `from_pretrained` (the same
+  arguments) or `load`.
 
   Args:
-    embedder: bert_flow_tf.embedding.embedder.SentenceEmbedder.
+    model: a model name, path or loaders.LoadedModel (see `from_pretrained`), or a
+      bert_flow_tf.embedding.embedder.SentenceEmbedder (its model, pooling and max_seq_length).
     calibration: a calibration.calibrator calibration fitted on this embedder's vectors, or None.
     batch_size: int, sentences per encoding batch unless `encode` is given one.
     cache_dir: str or None, keep the raw vectors on disk there (the embedding store of run_flow.py); None: memory.
+    prompts, default_prompt_name, truncate_dim, similarity_fn_name, pooling, max_seq_length, **load_kwargs: see
+      `from_pretrained`.
+    normalize: bool or None, unit-length vectors out of `encode`; None: whether the model ends with a Normalize.
 
   Attributes:
     embedder: the SentenceEmbedder (model, tokenizer, pooling, max_seq_length).
     calibration: FlowCalibration, BaselineCalibration or None.
     fingerprint: str, see the module notes.
+    max_seq_length: int, tokens per sentence (read and set; longer ones are cut, with a warning per call).
   """
 
-  def __init__(self, embedder, calibration=None, batch_size=64, cache_dir=None):
-    self.embedder = embedder
+  def __init__(self, model=presets.DEFAULT, calibration=None, batch_size=64, cache_dir=None, prompts=None,
+               default_prompt_name=None, truncate_dim=None, similarity_fn_name=None, normalize=None, pooling=None,
+               max_seq_length=None, **load_kwargs):
+    folder = presets.model_dir(model) if isinstance(model, (str, os.PathLike)) else None
+    st = st_folder.read(folder) if folder is not None and st_folder.is_st_folder(folder) else None
+    if isinstance(model, SentenceEmbedder):
+      if pooling or max_seq_length or load_kwargs:
+        raise ValueError("pooling, max_seq_length and load options are the SentenceEmbedder's own: give a model")
+      self.embedder = model
+    else:
+      self.embedder = _embedder(model, pooling or (st.pooling if st else DEFAULT_POOLING),
+                                max_seq_length or (st and st.max_seq_length), load_kwargs)
     self.batch_size = batch_size
-    self.store = EmbeddingStore(embedder, root=cache_dir, batch_size=batch_size)
+    self.cache_dir = cache_dir
+    self.store = EmbeddingStore(self.embedder, root=cache_dir, batch_size=batch_size)
+    self.prompts = dict((st.prompts if st else {}) if prompts is None else prompts)
+    default_prompt_name = default_prompt_name or (st and st.default_prompt_name) or None
+    if default_prompt_name is not None and default_prompt_name not in self.prompts:
+      raise ValueError(f"default_prompt_name {default_prompt_name!r} is not among the prompts {sorted(self.prompts)}")
+    self.default_prompt_name = default_prompt_name
+    self.truncate_dim = truncate_dim
+    self.similarity_fn_name = similarity_fn_name or (st and st.similarity_fn_name) or None
+    self.normalize = bool(st and st.normalize) if normalize is None else bool(normalize)
     self.calibration = None
     if calibration is not None:
       self._set_calibration(calibration)
 
   @classmethod
-  def from_pretrained(cls, model="all-minilm-l6-v2", pooling="last-avg", max_seq_length=64, batch_size=64,
-                      cache_dir=None, **load_kwargs):
+  def from_pretrained(cls, model=presets.DEFAULT, pooling=None, max_seq_length=None, batch_size=64, cache_dir=None,
+                      prompts=None, default_prompt_name=None, truncate_dim=None, similarity_fn_name=None,
+                      **load_kwargs):
     """Loads a BERT for encoding sentences (uncalibrated until `fit` or `load_calibration`).
 
+    A sentence-transformers folder, or a preset (by its name or Hub id: "all-MiniLM-L6-v2",
+    "sentence-transformers/all-MiniLM-L6-v2"), brings its own pooling, max_seq_length, Normalize, prompts and
+    similarity function (loaders.st_folder); the arguments given here win.
+
     Args:
-      model: str, a model directory (TF1 checkpoint, HF safetensors or TF-Hub encoder; README: Models) or a preset
-        name ("all-minilm-l6-v2"); or a loaders.LoadedModel already loaded.
-      pooling: str, a pooling name (README: Poolings), e.g. "last-avg", "first-last-avg", "cls".
-      max_seq_length: int, tokens per sentence including [CLS] and [SEP].
+      model: str, a model directory (TF1 checkpoint, HF safetensors, TF-Hub encoder or sentence-transformers
+        folder; README: Models), a preset name or Hub id; or a loaders.LoadedModel already loaded.
+      pooling: str or None, a pooling name (README: Poolings), e.g. "last-avg", "first-last-avg", "cls"; None: the
+        folder's, else "last-avg".
+      max_seq_length: int or None, tokens per sentence including [CLS] and [SEP]; None: the model's own
+        (sentence_bert_config.json, else max_position_embeddings, else 512).
       batch_size: int, sentences per encoding batch.
       cache_dir: str or None, see the class.
+      prompts: dict name -> str or None (the folder's); default_prompt_name: str or None.
+      truncate_dim: int or None, `encode` keeps the first truncate_dim dimensions (after the calibration).
+      similarity_fn_name: "cosine" (default), "dot", "euclidean" or "manhattan".
       **load_kwargs: passed to loaders.load_model (do_lower_case, vocab_file, ...).
 
     Returns:
       SentenceEncoder.
     """
-    if isinstance(model, loaders.LoadedModel):
-      if load_kwargs:
-        raise ValueError(f"load options {sorted(load_kwargs)} given with an already loaded model")
-    else:
-      model = loaders.load_model(model, **load_kwargs)
-    return cls(SentenceEmbedder(model, pooling, max_seq_length), batch_size=batch_size, cache_dir=cache_dir)
-
-  @functools.cached_property
-  def fingerprint(self):
-    """str, see the module notes; hashed on first use (save, load, describe), not when the encoder is made."""
-    return fingerprint(self.embedder)
+    return cls(model, batch_size=batch_size, cache_dir=cache_dir, prompts=prompts,
+               default_prompt_name=default_prompt_name, truncate_dim=truncate_dim,
+               similarity_fn_name=similarity_fn_name, pooling=pooling, max_seq_length=max_seq_length, **load_kwargs)
 
   @property
   def dim(self):
-    """int, the width of `encode`'s vectors: the pooling's, or the calibration's (whitening-k: k)."""
+    """int, the width of the calibrated vectors: the pooling's, or the calibration's (whitening-k: k)."""
     return self.embedder.dim if self.calibration is None else self.calibration.dim
 
-  def describe(self):
-    """One line: the model, pooling, max_seq_length and fingerprint."""
-    return _describe(self.embedder.loaded.source, self.embedder.pooling.name, self.embedder.max_seq_length,
-                     self.fingerprint)
+  @property
+  def max_seq_length(self):
+    """int, tokens per sentence including [CLS] and [SEP]."""
+    return self.embedder.max_seq_length
 
-  def encode(self, sentences, batch_size=None, normalize_embeddings=False, show_progress_bar=None):
-    """Sentence vectors in input order, without dropout; calibrated when a calibration is set.
-
-    Args:
-      sentences: str, or a list (any iterable) of str.
-      batch_size: int or None (the object's), sentences per BERT batch.
-      normalize_embeddings: bool, scale each vector to unit L2 norm (after the calibration).
-      show_progress_bar: bool or None. None or True: a progress line on stderr when at least 2,000 new
-        sentences are encoded (utils.progress's threshold; shorter runs take seconds); False: never.
-
-    Returns:
-      np.float32 [D] for a str, [n, D] for a list.
-    """
-    if isinstance(sentences, str):
-      return self.encode([sentences], batch_size, normalize_embeddings, show_progress_bar)[0]
-    vectors = self.encode_raw(sentences, batch_size, show_progress_bar)
+  @max_seq_length.setter
+  def max_seq_length(self, value):
+    if value == self.embedder.max_seq_length:
+      return
     if self.calibration is not None:
-      vectors = self.calibration.transform(vectors)
-    return search.normalize(vectors) if normalize_embeddings else vectors
+      raise ValueError(f"max_seq_length stays {self.embedder.max_seq_length} while a calibration fitted on those "
+                       "vectors is set; set it before fit, or make a new encoder")
+    self.embedder = SentenceEmbedder(self.embedder.loaded, self.embedder.pooling.name, int(value),
+                                     strategy=self.embedder.strategy)
+    self.store = EmbeddingStore(self.embedder, root=self.cache_dir, batch_size=self.batch_size)
+    self.__dict__.pop("fingerprint", None)
+
+  def tokenize(self, texts):
+    """The model's inputs for `texts` (str or list of str), packed to the longest: dict packing.INPUT_NAMES ->
+    tf.int32 [n, S]."""
+    texts = st_api.texts_of(texts) or []
+    pieces = self.embedder.tokenizer.tokenize(tf.constant(texts, tf.string))
+    return packing.pack_to_longest(self.embedder.tokenizer, pieces)
+
+  def _embed(self, texts, batch_size=None, show_progress_bar=None):
+    """np.float32 [n, D], the calibrated vectors of a list of str (st_api's hook)."""
+    vectors = self.encode_raw(texts, batch_size, show_progress_bar)
+    return vectors if self.calibration is None else self.calibration.transform(vectors)
+
+  def _token_outputs(self, texts, batch_size):
+    return self.embedder.token_outputs(texts, batch_size)
 
   def encode_raw(self, sentences, batch_size=None, show_progress_bar=None):
-    """The pooled BERT vectors before any calibration: a list of n str -> np.float32 [n, D] (the pooling's D)."""
+    """The pooled BERT vectors before any calibration: a list of n str -> np.float32 [n, D] (the pooling's D).
+
+    Warns once per call when sentences were cut to max_seq_length tokens.
+    """
     sentences = list(sentences)
     for i, sentence in enumerate(sentences):
       if not isinstance(sentence, str):
         raise ValueError(f"sentences must be str; item {i} is {type(sentence).__name__}: {sentence!r}")
+    cut = self.embedder.count_cut(sentences)
+    if cut:
+      logging.warning("%s of %s sentences were cut to %d tokens (max_seq_length)", f"{cut:,}",
+                      f"{len(sentences):,}", self.embedder.max_seq_length)
     self.store.batch_size = batch_size or self.batch_size
-    return self.store.vectors(sentences, self.embedder.pooling, show_progress_bar is not False)
+    return self.store.vectors(sentences, self.embedder.pooling, show_progress_bar)
 
-  def fit(self, sentences, method="flow", flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3,
-          num_train_epochs=1.0, batch_size=32, seed=1234, init="original", from_store=False):
+  def fit(self, sentences, method="flow", flow_config=None, learning_rate=None, num_train_epochs=None,
+          batch_size=None, seed=None, init=None, from_store=False):
     """Fits a calibration on the raw vectors of `sentences` and sets it (replacing any other).
 
-    The defaults are the paper's target setting: the flow fitted by maximum likelihood with constant Adam 1e-3,
-    1 epoch, 32 pairs per step, pairs of consecutive sentences (0 and 1, 2 and 3, ...; an odd last one with the
-    first), as run_flow.py pairs the lines of a sentences file.
+    The defaults are the paper's target setting (calibration.flow_fitting.FlowFitConfig): the flow fitted by
+    maximum likelihood with constant Adam 1e-3, 1 epoch, 32 pairs per step, pairs of consecutive sentences (0 and
+    1, 2 and 3, ...; an odd last one with the first), as run_flow.py pairs the lines of a sentences file. The
+    settings are checked before any sentence is embedded.
 
     With `from_store=True` (an encoder made with a cache_dir) the sentences are embedded into the store, then the
     flow or whitening is fitted by reading the store block by block, restricted to these sentences: memory that does
@@ -179,18 +208,31 @@ class SentenceEncoder(search.SearchMixin):
     Args:
       sentences: list of N >= 2 str (or their raw vectors [N, D] from `encode_raw`).
       method: str, "flow", "whitening", "whitening-K" (or the other baselines: "sn", "natsv-K", "sn+natsv-K").
-      flow_config, learning_rate, num_train_epochs, batch_size, seed, init: the flow's
-        (calibration.calibrator.fit); ignored by the baselines.
+      flow_config, learning_rate, num_train_epochs, batch_size, seed, init: the flow's settings, FlowFitConfig's
+        flow_model_config, learning_rate, num_train_epochs, batch_size (pairs per step), seed and init; None:
+        FlowFitConfig's default. Ignored by the baselines.
       from_store: bool, fit by reading the store on disk (see above); `sentences` must then be text.
 
     Returns:
       self.
+
+    Raises:
+      ValueError: a setting out of its range (named as above), a Glow config that does not load, fewer pairs
+        than one step, or sentences that are not a list of str or vectors of this encoder's width.
     """
+    given = {"flow_model_config": flow_config, "learning_rate": learning_rate, "num_train_epochs": num_train_epochs,
+             "batch_size": batch_size, "seed": seed, "init": init}
+    fit_config = dataclasses.replace(flow_fitting.FlowFitConfig(),
+                                     **{name: value for name, value in given.items() if value is not None})
     if isinstance(sentences, str):
       raise ValueError(f"fit needs a list of sentences, got one str: {sentences!r}")
     is_text = isinstance(sentences, (list, tuple)) and all(isinstance(s, str) for s in sentences)
     if from_store and not is_text:
       raise ValueError("fit(from_store=True) reads the sentences' vectors from the store: give a list of str")
+    if method == calibrator.FLOW:
+      fit_config.glow_config()
+      if not from_store:  # from the store, the pairs are counted once the distinct sentences are stored
+        fit_config.num_steps(len(pairs_lib.consecutive_pairs(len(sentences))[0]), "the sentences")
     if from_store:
       x = self._stored(sentences)
     else:
@@ -198,9 +240,7 @@ class SentenceEncoder(search.SearchMixin):
     if not from_store and x.ndim == 2 and x.shape[1] != self.embedder.dim:
       raise ValueError(f"fit got vectors of width {x.shape[1]}; this encoder's raw vectors are "
                        f"D={self.embedder.dim} ({self.embedder.pooling.describe()})")
-    self._set_calibration(calibrator.fit(method, x, flow_config=flow_config, learning_rate=learning_rate,
-                                         num_train_epochs=num_train_epochs, batch_size=batch_size, seed=seed,
-                                         init=init))
+    self._set_calibration(calibrator.fit(method, x, fit_config))
     return self
 
   def _stored(self, sentences):
@@ -217,103 +257,15 @@ class SentenceEncoder(search.SearchMixin):
                        f"encoder's D={self.embedder.dim} ({self.embedder.pooling.describe()})")
     self.calibration = calibration
 
-  def save(self, path, overwrite=False):
-    """Writes the encoder's description and calibration to the directory `path`, atomically.
-
-    An existing `path` is replaced only when it is empty or an earlier `save` wrote it (its sentence_encoder.json
-    and calibration/, nothing else); any other folder only with `overwrite=True`; the working directory, its
-    parents, the home directory and / never (docs/security.md).
-
-    Args:
-      path: str, the directory.
-      overwrite: bool, replace a non-empty folder that `save` did not write.
-
-    Returns:
-      str, path.
-
-    Raises:
-      errors.UserError: `path` may not be replaced (one line saying why and how to go on).
-    """
-    with io_utils.atomic_dir(path, own=encoder_folder.OWN, overwrite=overwrite) as tmp:
-      encoder_folder.write(tmp, self.embedder, self.fingerprint, self.calibration)
-    return path
-
-  @classmethod
-  def load(cls, path, model=None, batch_size=64, cache_dir=None, trust_saved_model=False):
-    """Restores what `save(path)` wrote: the model it names (or `model`), pooling, max_seq_length, calibration.
-
-    The folder's files are data: a model it names in TF1-checkpoint or HF safetensors format, or a preset, is
-    loaded; a SavedModel (TF-Hub format) is a program, and is loaded only when the caller names it (`model=`) or
-    opts in with `trust_saved_model=True` (docs/security.md). A relative model path is resolved against `path`.
-
-    Args:
-      path: str, a directory written by `save`.
-      model: None (the model path or preset the file names), another path, or a loaders.LoadedModel; it must be
-        the model the calibration was fitted on (same fingerprint).
-      batch_size, cache_dir: as `from_pretrained`.
-      trust_saved_model: bool, load (and so run) a SavedModel that the folder's sentence_encoder.json names.
-
-    Returns:
-      SentenceEncoder.
-
-    Raises:
-      errors.UserError: a missing, broken or unreadable file, or a SavedModel named without the opt-in (one line
-        naming the file); ValueError: the model found is not the one saved (one line naming both).
-    """
-    info = encoder_folder.read_info(path)
-    if model is None:
-      model = encoder_folder.model_of(path, info["model"], trust_saved_model)
-    try:
-      encoder = cls.from_pretrained(
-          model, pooling=info["pooling"], max_seq_length=info["max_seq_length"], batch_size=batch_size,
-          cache_dir=cache_dir, **({} if isinstance(model, loaders.LoadedModel) else
-                                  {"do_lower_case": info["do_lower_case"]}))
-    except ValueError as e:  # the saved settings do not fit the model (e.g. max_seq_length > its positions)
-      if isinstance(e, errors.UserError):
-        raise
-      raise errors.UserError(str(e), os.path.join(path, encoder_folder.INFO_FILE)) from e
-    return encoder.load_calibration(path)
-
-  def load_calibration(self, path):
-    """Sets the calibration saved in `path` (by `save`), after checking it was fitted on this encoder's vectors.
-
-    Returns:
-      self.
-
-    Raises:
-      ValueError: it was fitted on another model, pooling or max_seq_length (one line naming both); errors.UserError:
-        its calibration/ is missing, broken, or not the method sentence_encoder.json names.
-    """
-    info = encoder_folder.read_info(path)
-    if info["fingerprint"] != self.fingerprint:
-      fitted = _describe(info["model"], info["pooling"], info["max_seq_length"], info["fingerprint"])
-      raise ValueError(f"{path} was saved from {fitted}, not from this encoder's {self.describe()}")
-    self._set_calibration(encoder_folder.load_calibration(path, info))
-    return self
-
-  def load_flow(self, flow_dir):
-    """Sets a flow fitted by run_flow.py (exp/<name>/flows/<fit>-<dataset>) or `flow_fitting.fit_flow`, after
-    checking its flow.json: fitted on vectors of this width, pooling and max_seq_length.
-
-    Returns:
-      self.
-
-    Raises:
-      ValueError: naming each setting that differs, with this encoder's value and the flow's.
-    """
-    fitted_flow.check(flow_dir, dim=self.embedder.dim, provenance={
-        "sentence_embedding_type": self.embedder.pooling.name, "max_seq_length": self.embedder.max_seq_length})
-    self._set_calibration(calibrator.load(flow_dir))
-    return self
-
   def semantic_search(self, queries, corpus, top_k=10, precision="float32", rescore=True,
                       candidates=quantized_search.DEFAULT_CANDIDATES):
-    """Top-k of each query in the corpus: exact cosine ("float32"), or ("binary") by Hamming distance of the sign
-    bits, the `candidates` nearest rescored by cosine with their int8 codes (the calibration's int8 ranges;
-    bert_flow_tf/quantized_search.py). Arguments and result as `search.SearchMixin.semantic_search`."""
-    ranges = None if self.calibration is None else self.calibration.int8_ranges
-    return quantized_search.semantic_search(self.vectors_of(queries), self.vectors_of(corpus), top_k, precision,
-                                            rescore, candidates, ranges)
+    """As st_api.StApi.semantic_search; precision="binary": Hamming search of the sign bits, the `candidates`
+    nearest rescored with their int8 codes (the calibration's ranges; quantized_search.semantic_search)."""
+    if precision == "float32":
+      return super().semantic_search(queries, corpus, top_k)
+    return quantized_search.semantic_search(
+        self.vectors_of(queries, True), self.vectors_of(corpus, True), top_k, precision, rescore, candidates,
+        int8_ranges.encoding_ranges(self.calibration, self.truncate_dim))
 
   def export(self, export_dir, version=1, overwrite=False, corpus=None, search="float32", truncate_dim=None,
              precisions=()):
@@ -330,10 +282,8 @@ class SentenceEncoder(search.SearchMixin):
       version: int >= 1, TF Serving's version directory.
       overwrite: bool, replace existing versions (SavedModels only; see serving/export.py).
       corpus: None, a list of str, or the path of a UTF-8 file with one sentence per line.
-      search: "float32" (search/<version>, exact) or "binary" (binary_search/<version>: Hamming search with int8
-        rescoring, its corpus encoded a block at a time; serving/binary_search.py).
-      truncate_dim: int or None, the binary search's width: the first truncate_dim calibrated dimensions.
-      precisions: quantization precisions ("int8", "binary", ...) the text model also returns, one output each.
+      search, truncate_dim, precisions: a binary search instead of search/ and the text model's quantized
+        outputs (serving.binary_search.export_encoder; docs/quantization.md).
 
     Returns:
       dict: "text", "ids", "search" or "binary_search" (with a corpus) (the SavedModel directories) and "info".
@@ -348,19 +298,10 @@ class SentenceEncoder(search.SearchMixin):
       flow = self.calibration.glow
     elif self.calibration is not None:
       flow = export_lib.Affine(self.calibration.method, *self.calibration.affine())
-    if search not in quantized_search.SEARCH_PRECISIONS:
-      raise ValueError(f"search precision {search!r} is not supported; use one of "
-                       f"{', '.join(quantized_search.SEARCH_PRECISIONS)}")
-    quantizer = None
-    if precisions:
-      quantizer = binary_search.GraphQuantizer(precisions, None if self.calibration is None else
-                                               self.calibration.int8_ranges, self.dim)
-    paths = export_lib.export_models(self.embedder, flow, export_dir, version=version, overwrite=overwrite,
-                                     quantizer=quantizer)
-    if corpus is not None and search == "binary":
-      paths["binary_search"] = binary_search.export_encoder_corpus(self, flow, list(corpus), export_dir,
-                                                                   truncate_dim, version, overwrite)
-    elif corpus is not None:
-      paths["search"] = export_lib.export_search_model(self.embedder, flow, self.encode(corpus), list(corpus),
-                                                       export_dir, version=version, overwrite=overwrite)
+    paths = binary_search.export_encoder(self, flow, export_dir, version, overwrite, corpus, search, truncate_dim,
+                                         precisions)
+    if corpus is not None and search == "float32":
+      corpus = list(corpus)
+      paths["search"] = export_lib.export_search_model(self.embedder, flow, self._embed(corpus), corpus, export_dir,
+                                                       version=version, overwrite=overwrite)
     return paths

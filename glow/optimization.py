@@ -26,6 +26,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 DEFAULT_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
+DEFAULT_WEIGHT_DECAY_RATE = 0.01  # the original's, for BERT and for the flow
 
 
 class AdamWeightDecay(keras.optimizers.Optimizer):
@@ -50,7 +51,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
 
   def __init__(self,
                learning_rate=1e-3,
-               weight_decay_rate=0.01,
+               weight_decay_rate=DEFAULT_WEIGHT_DECAY_RATE,
                beta_1=0.9,
                beta_2=0.999,
                epsilon=1e-6,

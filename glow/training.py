@@ -7,13 +7,13 @@ of the `b` sentences, through one shared flow (`nll_loss(nll_a, nll_b)`); on a p
   loss_and_gradients   the loss of a batch and its gradients (the one gradient computation of the flow loss)
   make_train_step      a traced step: loss_and_gradients, then the optimizer's update
   ReusableTrainStep    one Glow, optimizer and traced pair step kept across fits, reset for each (no retrace)
+  trace_settings       what a traced step fixes as constants (a reset must match them)
 
 Legend: B batch (or pairs), D vector width.
 """
 import tensorflow as tf
 
 from glow.model import Glow
-from glow.optimization import AdamWeightDecay
 
 
 def nll_loss(*nlls, global_batch_size=None):
@@ -96,35 +96,82 @@ def check_initialized(flow):
                      "flow.data_init(first_batch) before making the train step")
 
 
-class ReusableTrainStep:
-  """A Glow, its AdamWeightDecay and their traced pair step (`make_train_step(pairs=True)`), kept across fits.
+def trace_settings(flow, optimizer):
+  """What a traced step of `flow` and `optimizer` fixes as constants: everything but their variables.
 
-  Tracing the step costs seconds (`bench/flow.py`: trace_s), a step milliseconds. Instead of a new Glow,
-  optimizer and trace per fit, `reset(fresh, learning_rate)` copies the variables of `fresh` (a Glow built as the
-  fit would build it) into this one, zeroes the optimizer's moments and iteration count and sets its learning rate
-  (a variable, read by the traced step); the next steps then compute what a new Glow and optimizer would, with
-  the same trace. Not for a flow with coupling dropout: the trace's random ops would continue their draws from
-  the previous fit instead of starting anew.
+  That is the Glow's `get_config()` but its seed and name (the seed only draws initial variables) and the
+  optimizer's but its name and a float learning rate (a variable the trace reads; a schedule is fixed in it).
+
+  Returns:
+    dict; two (Glow, optimizer) pairs whose settings are equal can share one trace.
+  """
+  glow = {k: v for k, v in flow.get_config().items() if k not in ("name", "seed")}
+  return {"glow": glow, "optimizer": optimizer_settings(optimizer)}
+
+
+def optimizer_settings(optimizer):
+  """The optimizer's part of `trace_settings`: its class and config but its name and a float learning rate."""
+  fixed = {k: v for k, v in optimizer.get_config().items()
+           if k != "name" and not (k == "learning_rate" and not isinstance(v, dict))}
+  return {"class": type(optimizer).__name__, **fixed}
+
+
+def _differences(want, got, prefix=""):
+  """The dotted names whose values differ between two nested dicts, with both values."""
+  out = []
+  for key in sorted(set(want) | set(got)):
+    a, b = want.get(key), got.get(key)
+    if isinstance(a, dict) and isinstance(b, dict):
+      out += _differences(a, b, f"{prefix}{key}.")
+    elif a != b:
+      out.append(f"{prefix}{key}={b!r} (the trace has {a!r})")
+  return out
+
+
+class ReusableTrainStep:
+  """One Glow, one optimizer and their traced pair step (`make_train_step(pairs=True)`), kept across fits.
+
+  Tracing the step costs seconds (`bench/flow.py`: trace_s), a step milliseconds. Instead of a new trace per fit,
+  `reset(flow, optimizer)` takes the fit's new Glow and optimizer (made as a fit without reuse would make them)
+  and puts their state into the kept ones, the learning rate included: the next steps compute what a new step of
+  `flow` and `optimizer` would, on the same trace. `reset` refuses (ValueError) what it cannot make
+  exact: a Glow or optimizer that differs in what the trace fixes as constants (`trace_settings`), and a second
+  fit of a flow with coupling dropout (the trace's random ops would go on with the previous fit's draws).
 
   Args:
-    config: GlowConfig (coupling_dropout 0).
-    dim: int, D.
-    init: str, the ActNorm init ("original" or "ddi").
-    weight_decay_rate: float, AdamWeightDecay's (fixed in the trace).
+    config: GlowConfig; dim: int, D; init: str, the ActNorm init ("original" or "ddi"): the fits' Glow.
+    optimizer: a tf_keras optimizer (AdamWeightDecay) of the fits' settings; this step keeps a copy of it.
   """
 
-  def __init__(self, config, dim, init, weight_decay_rate):
+  def __init__(self, config, dim, init, optimizer):
     self.flow = Glow(config, dim, init=init)
-    self.optimizer = AdamWeightDecay(weight_decay_rate=weight_decay_rate)
+    self.optimizer = type(optimizer).from_config(optimizer.get_config())
     self.optimizer.build(self.flow.trainable_variables)
+    self.settings = trace_settings(self.flow, self.optimizer)
     self._step = None
 
-  def reset(self, fresh, learning_rate):
-    """Starts a new fit from `fresh`'s variables (a Glow of this config, width and init) with a zeroed optimizer."""
-    copy_variables(fresh, self.flow)
-    for variable in self.optimizer.variables:                  # iterations, then the moments m and v
-      variable.assign(tf.zeros_like(variable))
-    self.optimizer.learning_rate = learning_rate
+  def reset(self, flow, optimizer):
+    """Starts a new fit from the variables of `flow` and a new `optimizer` (not built: its moments are the zeros
+    its build would make, `add_variable_from_reference`; its iteration count and learning rate are copied).
+
+    Raises:
+      ValueError naming each setting that differs from the trace's, a coupling dropout once the step ran, or an
+      optimizer already built.
+    """
+    differences = _differences(self.settings, trace_settings(flow, optimizer))
+    if self._step is not None and flow.config.coupling_dropout:
+      differences.append(f"config.coupling_dropout={flow.config.coupling_dropout} (the trace's dropout draws "
+                         "would continue from the previous fit)")
+    if optimizer.variables[1:]:
+      differences.append("the optimizer is built (it has moments of its own; give a new one)")
+    if differences:
+      raise ValueError(f"this traced step cannot run that fit exactly: {'; '.join(differences)}")
+    copy_variables(flow, self.flow)
+    self.optimizer.iterations.assign(optimizer.iterations)
+    for moment in self.optimizer.variables[1:]:                # m and v
+      moment.assign(tf.zeros_like(moment))
+    if not isinstance(optimizer.get_config()["learning_rate"], dict):  # a schedule is part of the trace
+      self.optimizer.learning_rate = optimizer.learning_rate
 
   def __call__(self, a, b):
     """One step on the pairs a, b float32 [B, D]; returns the loss (bits/dim, before the update)."""

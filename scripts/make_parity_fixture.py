@@ -1,6 +1,6 @@
 """Writes tests/fixtures/minilm_parity.npz: PyTorch `transformers` reference embeddings of all-MiniLM-L6-v2.
 
-The fixture pins what `tests/parity_test.py` checks our TF encoder and poolings against. It needs torch and
+The fixture pins what `tests/modeling/parity_test.py` checks our TF encoder and poolings against. It needs torch and
 transformers, which the project's environment does not have, so CI never runs this script; it only reads the
 committed .npz. Run it from a separate virtualenv:
 

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import bert_flow_tf
 import glow
@@ -175,6 +176,10 @@ def test_export_with_a_corpus_serves_encode_and_search(tiny, tmp_path):
   exported = bert_flow_tf.ExportedEncoder(str(tmp_path / "export"))
   np.testing.assert_allclose(exported.encode(SENTENCES), enc.encode(SENTENCES), atol=1e-5)
   assert exported.encode("dog").shape == (16,)
+  served_bits = exported.encode(SENTENCES[:5], convert_to_tensor=True, precision="ubinary", truncate_dim=8)
+  assert served_bits.dtype == tf.uint8 and served_bits.shape == (5, 1)  # sentence-transformers' encode arguments
+  with pytest.raises(ValueError, match="an export serves sentence vectors only"):
+    exported.encode(["dog"], output_value="token_embeddings")
 
   want = enc.semantic_search(QUERIES, SENTENCES, top_k=4)
   got = exported.search(QUERIES, k=4)
@@ -194,6 +199,11 @@ def test_export_with_a_corpus_serves_encode_and_search(tiny, tmp_path):
     assert [h["sentence"] for h in g] == [SENTENCES[i] for i in ids]
     assert [s.decode() for s in served["sentences"][q]] == [SENTENCES[i] for i in ids]
   assert len(exported.search("dog", k=50)[0]) == len(SENTENCES)  # k capped at the corpus size
+  for k in (0, -2, 1.5):
+    with pytest.raises(ValueError, match=f"^k must be an int >= 1, got {k!r}$"):  # one line, not TF's error
+      exported.search("dog", k=k)
+  np.testing.assert_allclose(exported.similarity(np.array(QUERIES), SENTENCES[:2]),  # numpy strings
+                             enc.similarity(QUERIES, SENTENCES[:2]), atol=1e-5)
 
   audit = op_audit.audit_saved_model(paths["search"])
   assert audit.servable(), audit.problems

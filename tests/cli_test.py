@@ -11,6 +11,7 @@ from absl import app
 from absl import flags
 
 from bert_flow_tf import siamese
+from bert_flow_tf.calibration import flow_fitting
 from bert_flow_tf.cli import aliases
 from bert_flow_tf.cli import beam_flags
 from bert_flow_tf.cli import config_flags
@@ -19,6 +20,7 @@ from bert_flow_tf.cli import flag_help
 from bert_flow_tf.cli import model_flags
 from bert_flow_tf.cli import run_flow_flags
 from bert_flow_tf.cli import siamese_flags
+from bert_flow_tf.modeling import pooling
 from bert_flow_tf.sentence_encoder import SentenceEncoder
 from bert_flow_tf.utils import errors
 from tests import tiny_runs
@@ -182,12 +184,12 @@ def test_siamese_config_reads_the_renamed_flags_and_errors_name_what_was_typed()
                                            **model)
   assert (config.sentence_embedding_type, config.train_batch_size, config.predict_batch_size) == ("cls", 5, 3)
   assert config.eval_batch_size == 64 and config.output_dir == "o"
+  # A value out of range fails while parsing (tests/cli/validation_test.py); what two fields decide, in main.
+  with pytest.raises(flags.IllegalFlagValueError, match=r"^flag --train_batch_size=0: must be an integer >= 1"):
+    _script_flags("run_siamese", *base, "--train_batch_size=0")
   with pytest.raises(errors.UserError) as raised:
-    siamese_flags.config_from_flags(_script_flags("run_siamese", *base, "--train_batch_size=0"), **model)
-  assert raised.value.where == "--train_batch_size"
-  with pytest.raises(errors.UserError) as raised:
-    siamese_flags.config_from_flags(_script_flags("run_siamese", *base, "--eval_batch_pairs=0"), **model)
-  assert raised.value.where == "--eval_batch_pairs"
+    siamese_flags.config_from_flags(_script_flags("run_siamese", *base, "--predict_pool"), **model)
+  assert raised.value.where == "--do_predict, --predict_pool" and raised.value.what == "predict_pool needs do_predict"
 
 
 @pytest.mark.parametrize("argv, want", [
@@ -226,10 +228,11 @@ def test_shared_concepts_have_one_name_and_one_default_in_every_script():
   assert (fvs["run_flow"]["encode_batch_sentences"].default == fvs["encode"]["encode_batch_sentences"].default
           == fvs["beam"]["encode_batch_sentences"].default)
   assert "output_dir" in fvs["run_flow"] and "output_dir" in fvs["run_siamese"]
-  # The library and the Python API default to the same pooling, length, model and batch of sentences.
+  # The library and the Python API default to the same model and batch of sentences; the Python API takes the
+  # model's own pooling and length (its sentence-transformers folder: mean pooling, 256), the commands the paper's.
   api_defaults = {k: v.default for k, v in inspect.signature(SentenceEncoder.from_pretrained).parameters.items()}
-  assert api_defaults["pooling"] == fvs["encode"]["pooling"].default
-  assert api_defaults["max_seq_length"] == fvs["encode"]["max_seq_length"].default
+  assert api_defaults["pooling"] is None and api_defaults["max_seq_length"] is None
+  assert fvs["encode"]["pooling"].default == "last-avg" and fvs["encode"]["max_seq_length"].default == 64
   assert api_defaults["model"] == fvs["encode"]["model_dir"].default
   assert api_defaults["batch_size"] == fvs["encode"]["encode_batch_sentences"].default
   assert siamese.SiameseConfig.__dataclass_fields__["sentence_embedding_type"].default == "last-avg"
@@ -278,6 +281,44 @@ def test_help_groups_refuse_aliases_unknown_and_repeated_flags():
     flag_help.check_groups(fv, [("A", ("pooling",)), ("B", ("pooling",))])
 
 
+_KEY_FLAGS = {"run_flow": run_flow_flags.KEY_FLAGS, "run_siamese": siamese_flags.KEY_FLAGS}
+
+
+@pytest.mark.parametrize("script", sorted(_KEY_FLAGS))
+def test_help_lists_the_key_flags_on_one_screen_and_helpfull_every_flag(script):
+  fv = flags.FlagValues()
+  _SCRIPTS[script].define_flags(fv)
+  short = flag_help.help_text(fv, _SCRIPTS[script].GROUPS, "Title.", _KEY_FLAGS[script])
+  full = flag_help.full_help_text(fv, _SCRIPTS[script].GROUPS, "Title.")
+  assert len(short.splitlines()) < 100 and len(full.splitlines()) > len(short.splitlines())
+  own = [n for n, f in fv._flags().items() if n == f.name and not aliases.is_alias(f)]  # pylint: disable=protected-access
+  listed = lambda text: {n for n in own if re.search(rf"^  --(\[no\])?{n} \(default: ", text, re.M)}
+  assert listed(short) == set(_KEY_FLAGS[script]) and listed(full) == set(own)
+  assert f"{len(own) - len(_KEY_FLAGS[script])} more flags: --helpfull" in short
+  for name in ("model_dir", "max_seq_length", "pooling", "output_dir"):
+    assert name in _KEY_FLAGS[script]
+  assert "Accepted aliases" in short and "Accepted aliases" in full
+
+
+def test_every_pooling_help_comes_from_the_pooling_list():
+  for script in ("run_flow", "run_siamese", "encode"):
+    fv = _script_flags(script)
+    assert fv["pooling"].help.startswith(model_flags.POOLING_HELP), script
+  for name in pooling.POOLING_NAMES:
+    assert name in model_flags.POOLING_HELP
+
+
+def test_the_fit_flags_are_the_fit_configs_fields():
+  fv = _script_flags("run_flow")
+  defaults = flow_fitting.FlowFitConfig()
+  for field, flag in run_flow_flags.FIT_FLAGS.items():
+    assert fv[flag].default == getattr(defaults, field), flag
+  for field, flag in run_flow_flags.NLI_FIT_FLAGS.items():
+    assert fv[flag].default == getattr(flow_fitting.NLI_FIT, field), flag
+  assert (flow_fitting.NLI_FIT.learning_rate, flow_fitting.NLI_FIT.num_train_epochs) == (2e-5, 0.15)
+  assert (defaults.learning_rate, defaults.num_train_epochs, defaults.batch_size) == (1e-3, 1.0, 32)
+
+
 @pytest.mark.slow
 def test_help_exits_0_with_the_groups():
   """--help across the process boundary: the scripts wire their groups in, print them and exit 0 (absl: 1)."""
@@ -289,8 +330,10 @@ def test_help_exits_0_with_the_groups():
     assert process.returncode == 0, (script, err[-2000:])
     assert "Model and pooling:\n  --model_dir (default: all-minilm-l6-v2)" in out, script
     assert "Accepted aliases" in out and "--logtostderr" not in out, script
+    assert len(out.splitlines()) < 100, (script, len(out.splitlines()))
   # --help is answered before required flags are checked and before the flagfile is read.
   result = subprocess.run(tiny_runs.command("run_siamese", ["--flagfile=missing.cfg", "--helpfull"]),
                           capture_output=True, text=True, cwd=tiny_runs.REPO, timeout=300,
                           env=dict(os.environ, PYTHONPATH=tiny_runs.REPO))
   assert result.returncode == 0 and "logtostderr" in result.stdout, result.stderr[-2000:]
+  assert "--keep_checkpoint_max (default: 3)" in result.stdout  # a flag --help leaves out

@@ -27,6 +27,7 @@ from bert_flow_tf.calibration import baselines
 from bert_flow_tf.calibration import fitted_flow
 from bert_flow_tf.data import sts
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
+from tests import tiny
 from tests import tiny_runs
 from tests.embedding.engine_vectors import engine_vectors
 
@@ -40,7 +41,6 @@ EXPECTED_STSB = {("none", None): 92.66, ("flow", "target"): 90.36, ("sn", "targe
                  ("whitening-64", "target"): 77.97}
 TOLERANCE = 0.5
 POOLING = "first-last-avg"
-TINY_FLOW = {"coupling_width": 8, "n_levels": 2, "depth": 1}
 # Sentences the export and encode checks embed: empty, long (cut at 64 tokens), accented.
 SENTENCES = ["A man is playing a guitar.", "A woman slices an onion.", "",
              "Three dogs run across a snowy field near the river.", "Café owners in Zürich protest the new tax.",
@@ -84,8 +84,7 @@ def run(tmp_path_factory, data_dir, minilm_dir):
   model_copy = root / "minilm"
   shutil.copytree(minilm_dir, model_copy)
   sentences, pairs = _own_files(data_dir, root)
-  flow_config = root / "tiny_flow.json"
-  flow_config.write_text(json.dumps(TINY_FLOW))
+  flow_config = tiny.write_glow_config(root / "tiny_flow.json")
   args = [f"--model_dir={model_copy}", f"--data_dir={tiny_runs.tiny_stsb(data_dir, root / 'data', rows=48)}",
           "--eval_tasks=sts-b", f"--train_file={sentences}", f"--eval_file={pairs}",
           f"--sentence_embedding_type={POOLING}", f"--flow_model_config={flow_config}",

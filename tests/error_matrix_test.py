@@ -172,6 +172,9 @@ CASES = {
                                             "(--fit_from_store)"),
     "two TPU names": (lambda s: _run_flow(s, "--tpu=a", "--use_tpu", "--tpu_name=b", exp="exp_tpu2"), "(--tpu)"),
     "no TPU here": (lambda s: _run_flow(s, "--tpu=local", exp="exp_tpu"), "(--tpu)"),
+    # An output folder that cannot be written ends the run before any work; bad flag values: BAD_VALUES below.
+    "unwritable export folder": (lambda s: _run_flow(s, f"--export_dir={s['unwritable'] / 'export'}",
+                                                     exp="exp_export"), lambda s: f"{s['unwritable']}/export)"),
     "siamese: unknown task": (lambda s: ("run_siamese", ["--task_name=snli-x", f"--data_dir={s['root'] / 'data'}",
                                                          f"--output_dir={s['root'] / 'siamese_task'}"], "siamese_task"),
                               "(--task_name)"),
@@ -180,6 +183,25 @@ CASES = {
                                                       "--do_train", f"--output_dir={s['root'] / 'siamese'}"],
                                       "siamese/export"), "labels.dev:2)"),
 }
+# Bad flag values, each ending as above, naming the flag: (script, the flag as typed; paths relative to the case's
+# folder, `setup`'s root). --max_seq_length=100000 is over the tiny model's max_position_embeddings (64), found once
+# the model is loaded; ok.txt's 2 lines are 1 pair, less than a step of 32.
+BAD_VALUES = [("run_flow", "--max_seq_length=0"), ("run_flow", "--max_seq_length=100000"),
+              ("run_flow", "--num_train_epochs=0"), ("run_flow", "--train_batch_size=0"),
+              ("run_flow", "--flow_learning_rate=nan"), ("run_flow", "--flow_model_config=nope.json"),
+              ("run_flow", "--flow_model_config=ok.txt"), ("run_flow", "--train_file=ok.txt"),
+              ("encode", "--max_seq_length=100000"), ("encode", "--encode_batch_sentences=0")]
+
+
+def _bad_value(script, arg, i):
+  """The command of BAD_VALUES[i]; nothing may appear at its output."""
+  if script == "run_flow":
+    return lambda s: _run_flow(s, arg, exp=f"exp_bad{i}")
+  return lambda s: _encode(s, f"--input_file={s['ok']}", arg, output=f"bad{i}.npy")
+
+
+CASES.update({f"{script} {arg}": (_bad_value(script, arg, i), f"({arg.split('=')[0]})")
+              for i, (script, arg) in enumerate(BAD_VALUES)})
 # The defined results of odd input (test_odd_lines_have_defined_results, test_empty_input_file_gives_an_empty_matrix).
 ODD_LINES = ["a man plays the guitar .", "", " \t ", "the man " * 1250, "the man " * 40, "ma\u0301n", "man",
              "狗在跑 的", "🐶 runs", "the dog runs ."]

@@ -5,6 +5,8 @@ import re
 import subprocess
 import sys
 
+from tests import tiny
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = {"encode": ["-m", "bert_flow_tf.encode"], "run_flow": [os.path.join(REPO, "run_flow.py")],
            "run_siamese": [os.path.join(REPO, "run_siamese.py")]}
@@ -34,9 +36,8 @@ def tiny_stsb(data_dir, out_dir, rows):
 
 
 def tiny_flow_config(path):
-  """A one-step, two-level Glow config of width 8 (fits in a second); returns its path (str)."""
-  path.write_text(json.dumps({"coupling_width": 8, "n_levels": 2, "depth": 1}))
-  return str(path)
+  """tests/tiny.py's Glow config (one step per level: a fit in a second) written at `path`; returns it (str)."""
+  return tiny.write_glow_config(path)
 
 
 def command(script, args):

@@ -9,3 +9,5 @@
 Import the submodules themselves: this package imports none of them, so matplotlib and wordfreq load only
 when asked for.
 """
+# The modules users import by name (the others serve them); importing the package loads none of them.
+__all__ = ["plots", "projector", "report", "word_frequency"]

@@ -1,6 +1,6 @@
 """Embedding a corpus on Apache Beam into the embedding store (optional: pip install "bert-flow-tf[beam]").
 
-  model_handler.py   QuantitiesHandler: RunInference's ModelHandler around our SentenceEmbedder
+  model_handler.py   QuantitiesHandler: RunInference's ModelHandler around our QuantityEncoder
   filesystem.py      Beam's filesystems as the store's filesystem seam (`embedding/store_files.py` owns the layout)
   pipeline.py        EmbedIntoStore: sentence files -> distinct, unstored sentences -> RunInference -> shards
   local_runner.py    the local FnApi runner's options, and `run`: a lost worker process ends the run in one line
@@ -8,3 +8,5 @@
 
 See docs/beam.md for the commands (local, Dataflow, Flink, Spark).
 """
+# The modules users import by name (the others serve them); importing the package loads none of them.
+__all__ = ["filesystem", "model_handler", "pipeline"]

@@ -1,8 +1,8 @@
-"""QuantitiesHandler: a RunInference ModelHandler that embeds (key, sentence) pairs with our SentenceEmbedder.
+"""QuantitiesHandler: a RunInference ModelHandler that embeds (key, sentence) pairs with our QuantityEncoder.
 
 Beam's own TensorFlow handlers load through `tf.keras.models.load_model`, which cannot read our models under Keras 3
 (apache/beam issue 30616); this one loads with `bert_flow_tf.loaders` once per worker process and runs the same
-tokenizer, length-bucketed batches and pooling quantities as `SentenceEmbedder.encode_quantities`.
+tokenizer, length-bucketed batches and pooling quantities as `QuantityEncoder.encode_quantities`.
 
 Legend: n = sentences in one RunInference batch, H = hidden size.
 """
@@ -44,7 +44,7 @@ class QuantitiesHandler(base.ModelHandler):
     self._intra_op_threads = intra_op_threads
 
   def load_model(self):
-    """The SentenceEmbedder of this worker process (RunInference calls this once per process)."""
+    """The QuantityEncoder of this worker process (RunInference calls this once per process)."""
     if self._intra_op_threads:
       os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(self._intra_op_threads))
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -52,7 +52,7 @@ class QuantitiesHandler(base.ModelHandler):
     import tensorflow_text  # pylint: disable=g-import-not-at-top,unused-import
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     from bert_flow_tf import loaders  # pylint: disable=g-import-not-at-top
-    from bert_flow_tf.embedding.embedder import SentenceEmbedder  # pylint: disable=g-import-not-at-top
+    from bert_flow_tf.embedding.embedder import QuantityEncoder  # pylint: disable=g-import-not-at-top
     if self._intra_op_threads:
       try:
         tf.config.threading.set_intra_op_parallelism_threads(self._intra_op_threads)
@@ -60,15 +60,14 @@ class QuantitiesHandler(base.ModelHandler):
       except RuntimeError:  # TF already started in this process: the environment variable above decided
         pass
     model = loaders.load_model(**self._model_kwargs)
-    # The pooling name only fixes SentenceEmbedder.dim; the handler asks for quantities, not a pooling.
-    return SentenceEmbedder(model, "last-avg", max_seq_length=self._max_seq_length)
+    return QuantityEncoder(model, max_seq_length=self._max_seq_length)  # the handler asks for quantities
 
   def run_inference(self, batch, model, inference_args=None):
     """Embeds one batch.
 
     Args:
       batch: sequence of n (key bytes, sentence str).
-      model: the SentenceEmbedder from `load_model`.
+      model: the QuantityEncoder from `load_model`.
       inference_args: unused (must be None or empty).
 
     Returns:

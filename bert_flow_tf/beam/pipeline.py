@@ -163,12 +163,12 @@ def embed_files(input_pattern, cache_dir, model_kwargs, poolings, max_seq_length
     dict: the store `folder`, the quantity `names` and the pipeline's counters (`COUNTERS`).
   """
   from bert_flow_tf import loaders  # pylint: disable=g-import-not-at-top
-  from bert_flow_tf.embedding.embedder import SentenceEmbedder  # pylint: disable=g-import-not-at-top
+  from bert_flow_tf.embedding.embedder import QuantityEncoder  # pylint: disable=g-import-not-at-top
   from bert_flow_tf.modeling import pooling as pooling_lib  # pylint: disable=g-import-not-at-top
   if not poolings:
     raise ValueError("poolings: no pooling named (e.g. ['last-avg'])")
   model = loaders.load_model(**model_kwargs)
-  embedder = SentenceEmbedder(model, poolings[0], max_seq_length=max_seq_length)
+  embedder = QuantityEncoder(model, max_seq_length=max_seq_length)
   names = tuple(sorted({q for p in poolings for q in pooling_lib.quantities(
       pooling_lib.resolve(p, model.num_layers))}))
   folder = store_files.model_folder(cache_dir, store_files.describe_model(embedder), filesystem.BEAM_FILES)

@@ -7,3 +7,5 @@
   baselines.py     whitening(-k), SN, NATSV, SN+NATSV
   calibrator.py    either of them fitted, applied, saved and loaded behind one interface (what SentenceEncoder holds)
 """
+# The modules users import by name (the others serve them); importing the package loads none of them.
+__all__ = ["baselines", "calibrator", "fitted_flow", "flow_fitting", "pair_sources", "store_stream"]

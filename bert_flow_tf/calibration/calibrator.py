@@ -124,14 +124,13 @@ def _with_ranges(calibration, x):
   return calibration
 
 
-def fit(method, x, flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3, num_train_epochs=1.0, batch_size=32,
-        seed=1234, init="original"):
+def fit(method, x, fit_config=None):
   """Fits a calibration on sentence vectors.
 
-  The flow is fitted by maximum likelihood with the paper's target-setting schedule by default (constant Adam 1e-3, 1
-  epoch, `batch_size` pairs of consecutive rows per step: `data.pairs.consecutive_pairs`), in a temporary folder. The
-  isotropy of x is logged first, with a caution when x is already close to isotropic (a flow may then lower similarity
-  quality).
+  The flow is fitted by maximum likelihood as `fit_config` says (by default the paper's target-setting schedule:
+  constant Adam 1e-3, 1 epoch, 32 pairs of consecutive rows per step: `data.pairs.consecutive_pairs`), in a
+  temporary folder. The isotropy of x is logged first, with a caution when x is already close to isotropic (a flow
+  may then lower similarity quality).
 
   Fitted from the store (x a `store_stream.StoreShards`), the vectors are read block by block and never held
   together: the flow's pairs are consecutive rows of a shard (`store_stream.StreamedPairs`; its summary's
@@ -141,20 +140,16 @@ def fit(method, x, flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3, num_trai
   Args:
     method: str, one of "flow", "whitening", "whitening-K", "sn", "natsv-K", "sn+natsv-K".
     x: float array [N >= 2, D], or a `store_stream.StoreShards` (N >= 2 rows; flow and whitening only).
-    flow_config: str, a Glow config name (glow/configs/, e.g. "config_l3_d3_w32", the original's default) or a
-      JSON path. Flow only, as the arguments below.
-    learning_rate: float, constant.
-    num_train_epochs: float.
-    batch_size: int, pairs per step.
-    seed: int, seeds the flow's init and the batch order.
-    init: str, "original" or "ddi" (ActNorm init; see glow.Glow).
+    fit_config: flow_fitting.FlowFitConfig or None (its defaults); the flow's settings, ignored by the baselines.
 
   Returns:
     FlowCalibration or BaselineCalibration.
 
   Raises:
-    ValueError: an unknown method, or x not of shape [N >= 2, D].
+    ValueError: an unknown method, x not of shape [N >= 2, D], or (flow) a Glow config that does not load or
+      fewer pairs than one step.
   """
+  fit_config = flow_fitting.FlowFitConfig() if fit_config is None else fit_config
   streamed = isinstance(x, store_stream.StoreShards)
   if streamed and x.rows.sum() < 2:
     raise ValueError(f"a calibration is fitted on N >= 2 sentence vectors, the store holds {x.rows.sum()} of them")
@@ -172,8 +167,7 @@ def fit(method, x, flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3, num_trai
     if not isinstance(baseline, baselines.Whitening):
       raise ValueError(f"{method!r} needs every vector at once; fitted from the store: flow, whitening, whitening-K")
     return _with_ranges(BaselineCalibration(store_stream.fit_whitening(x, baseline.k)), x)
-  config = flow_fitting.FlowFitConfig(flow_model_config=flow_config, init=init, learning_rate=learning_rate,
-                                      num_train_epochs=num_train_epochs, batch_size=batch_size, seed=seed)
+  fit_config.glow_config()  # a bad config fails here, before the isotropy is computed
   if streamed:
     pairs, provenance = store_stream.StreamedPairs(x), {"pairs": store_stream.PAIR_SOURCE}
   else:
@@ -182,8 +176,8 @@ def fit(method, x, flow_config=glow.DEFAULT_CONFIG, learning_rate=1e-3, num_trai
     rows_a, rows_b = pairs_lib.consecutive_pairs(len(x))
     pairs, provenance = pair_sources.CachedPairs(x[rows_a], x[rows_b]), None
   with tempfile.TemporaryDirectory(prefix="bert-flow-") as tmp:
-    flow, summary = flow_fitting.fit_flow(pairs, config, tmp, provenance=provenance)
-  return _with_ranges(FlowCalibration(flow, config, summary), x)
+    flow, summary = flow_fitting.fit_flow(pairs, fit_config, tmp, provenance=provenance)
+  return _with_ranges(FlowCalibration(flow, fit_config, summary), x)
 
 
 def load(folder):

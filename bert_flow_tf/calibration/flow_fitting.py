@@ -10,9 +10,11 @@ The pairs come from a `pair_sources.PairSource`: cached vectors, BERT with dropo
 store read shard by shard (`store_stream.StreamedPairs`). The fitted flow's folder (flow.json, checkpoints) is
 `fitted_flow`'s.
 
-A fit on one device reuses the traced train step of the fits before it with the same Glow config, width, init
-and weight decay (`glow.ReusableTrainStep`, reset to the fit's freshly seeded Glow): the same numbers as a new
-trace, without its seconds.
+A fit on one device reuses the traced train step of a fit before it whose Glow and optimizer the trace fixes
+alike (`glow.training.trace_settings`: config, width, init, weight decay, ...). `TracedSteps` keeps the steps
+and is passed to `fit_flow` (by default the one the process shares, `SHARED_STEPS`); `glow.ReusableTrainStep.reset`
+puts in the fit's own freshly seeded Glow and new optimizer and refuses what it cannot reproduce: the same numbers
+as a new trace, without its seconds.
 
 Legend: B = pairs per batch, D = embedding width.
 """
@@ -31,41 +33,74 @@ from tensorflow.core.framework import summary_pb2
 import glow
 from bert_flow_tf.calibration import fitted_flow
 from bert_flow_tf.data import order as order_lib
+from bert_flow_tf.utils import checks
 from bert_flow_tf.utils.progress import Progress
 
 # TensorBoard's scalar-plugin tag, written with core TF so that tensorboard is needed only to view the events.
 _SCALAR_METADATA = summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(
     plugin_name="scalars"))
 MODES = ("cached", "faithful")
-# (GlowConfig, D, init, weight_decay_rate) -> glow.ReusableTrainStep, the most recently used last.
-_REUSABLE_STEPS = collections.OrderedDict()
-_MAX_REUSABLE_STEPS = 4
 
 
 @dataclasses.dataclass(frozen=True)
 class FlowFitConfig:
-  """How to fit the flow. Defaults are the paper's target setting.
+  """How to fit the flow: the one owner of these settings and their defaults (the paper's target setting;
+  NLI_FIT is its NLI setting). SentenceEncoder.fit, calibrator.fit and run_flow.py's flags all fill this; override
+  with dataclasses.replace. Each field's range is checked when the config is made (ValueError naming the field).
 
   Attributes:
-    flow_model_config: str, a glow config name (default glow.DEFAULT_CONFIG, the original's) or a JSON path.
-    init: str, "original" (the original's effective ActNorm init) or "ddi" (data-dependent, on the first batch).
-    learning_rate: float, constant (1e-3 target, 2e-5 NLI in the paper).
-    num_train_epochs: float (1.0 target, 0.15 NLI).
-    batch_size: int, pairs per step (32).
-    seed: int, seeds the flow's init and the batch order.
-    weight_decay_rate: float, AdamWeightDecay's decoupled decay (0.01 as the original).
-    save_checkpoints_steps: int, checkpoint period in steps (and at the end).
-    log_every_steps: int, TensorBoard and log period.
+    flow_model_config: str, a Glow config name (glow/configs/, e.g. "config_l3_d3_w32", the original's default) or
+      a JSON path; `glow_config()` reads it.
+    init: str, ActNorm init: "original" (the original's effective init) or "ddi" (data-dependent, on the first
+      batch).
+    learning_rate: float > 0, Adam's constant step size (1e-3 in the paper's target setting, 2e-5 in its NLI
+      setting).
+    num_train_epochs: float > 0, passes over the pairs (1.0 target, 0.15 NLI).
+    batch_size: int >= 1, sentence pairs per step (the loss covers 2x as many vectors).
+    seed: int >= 0, seeds the flow's init and the batch order.
+    weight_decay_rate: float >= 0, AdamWeightDecay's decoupled decay (the original's 0.01).
+    save_checkpoints_steps: int >= 1, checkpoint period in steps (and at the end).
+    log_every_steps: int >= 1, TensorBoard and log period in steps.
   """
   flow_model_config: str = glow.DEFAULT_CONFIG
-  init: str = "original"
-  learning_rate: float = 1e-3
-  num_train_epochs: float = 1.0
-  batch_size: int = 32
-  seed: int = 1234
-  weight_decay_rate: float = 0.01
-  save_checkpoints_steps: int = 100
-  log_every_steps: int = 10
+  init: str = dataclasses.field(default="original", metadata=checks.checked(checks.one_of(glow.ops.ACTNORM_INITS)))
+  learning_rate: float = dataclasses.field(default=1e-3, metadata=checks.checked(checks.positive_number))
+  num_train_epochs: float = dataclasses.field(default=1.0, metadata=checks.checked(checks.positive_number))
+  batch_size: int = dataclasses.field(default=32, metadata=checks.checked(checks.positive_int))
+  seed: int = dataclasses.field(default=1234, metadata=checks.checked(checks.non_negative_int))
+  weight_decay_rate: float = dataclasses.field(default=glow.optimization.DEFAULT_WEIGHT_DECAY_RATE,
+                                               metadata=checks.checked(checks.non_negative_number))
+  save_checkpoints_steps: int = dataclasses.field(default=100, metadata=checks.checked(checks.positive_int))
+  log_every_steps: int = dataclasses.field(default=10, metadata=checks.checked(checks.positive_int))
+
+  def __post_init__(self):
+    checks.check_fields(self)
+
+  def glow_config(self):
+    """The glow.GlowConfig that flow_model_config names. Raises ValueError naming it when it is missing or not a
+    Glow config's JSON."""
+    return load_glow_config("flow_model_config", self.flow_model_config)
+
+  def num_steps(self, num_pairs, what="the fit set"):
+    """int(num_pairs / batch_size * num_train_epochs) >= 1. Raises ValueError when `what` (num_pairs pairs) is
+    less than one step."""
+    steps = order_lib.num_train_steps(num_pairs, self.batch_size, self.num_train_epochs)
+    if steps < 1:
+      raise ValueError(f"{what} has {num_pairs} sentence pairs, less than one step of batch_size {self.batch_size} "
+                       f"x num_train_epochs {self.num_train_epochs}")
+    return steps
+
+
+NLI_FIT = FlowFitConfig(learning_rate=2e-5, num_train_epochs=0.15)  # the paper's NLI setting
+
+
+def load_glow_config(name, value):
+  """glow.GlowConfig.load(value), its errors (missing, not JSON, unknown fields) as one ValueError naming `name`
+  (a check of utils/checks.py's kind: name None leaves the name out)."""
+  try:
+    return glow.GlowConfig.load(value)
+  except (OSError, ValueError) as e:
+    raise ValueError(f"{name + ' ' if name else ''}{value!r} is not a Glow config: {e}") from e
 
 
 class FlowDivergedError(FloatingPointError):
@@ -78,24 +113,51 @@ def _seeded_glow(glow_config, dim, fit):
   return glow.Glow(glow_config, dim, init=fit.init, seed=fit.seed)
 
 
-def _train_state(pairs, glow_config, fit):
-  """A glow.ReusableTrainStep for this fit: the cached one on one device (the default strategy, no dropout), else
-  a new one under the pairs' strategy (mirrored variables; the source's own step is traced per fit anyway)."""
-  key = (glow_config, pairs.dim, fit.init, fit.weight_decay_rate)
-  reusable = (glow_config.coupling_dropout == 0 and not tf.distribute.has_strategy()
+class TracedSteps:
+  """Traced train steps kept for later fits (glow.ReusableTrainStep), one per Glow config, width, init, dtype policy
+  and optimizer settings, the `max_steps` most recently used (each holds a Glow, an optimizer and a trace).
+
+  Args:
+    max_steps: int.
+  """
+
+  def __init__(self, max_steps=4):
+    self.max_steps = max_steps
+    self._steps = collections.OrderedDict()  # key -> glow.ReusableTrainStep, the most recently used last
+
+  def get(self, glow_config, dim, init, optimizer):
+    """The kept step for these settings (optimizer: a new one of the fit's settings), made the first time."""
+    key = repr((glow_config, dim, init, keras.mixed_precision.global_policy().name,
+                glow.training.optimizer_settings(optimizer)))  # the reset checks all of glow.training.trace_settings
+    if key not in self._steps:
+      self._steps[key] = glow.ReusableTrainStep(glow_config, dim, init, optimizer)
+      while len(self._steps) > self.max_steps:
+        self._steps.popitem(last=False)
+    self._steps.move_to_end(key)
+    return self._steps[key]
+
+  def steps(self):
+    """The kept glow.ReusableTrainStep, the least recently used first."""
+    return list(self._steps.values())
+
+
+SHARED_STEPS = TracedSteps()  # fit_flow's default: the fits of one process share their traces
+
+
+def _train_state(pairs, glow_config, fit, optimizer, traced_steps):
+  """A glow.ReusableTrainStep for this fit, not yet reset: from `traced_steps` on one device (the default strategy,
+  no dropout), else a new one under the pairs' strategy (mirrored variables; the source's own step is traced per
+  fit anyway)."""
+  reusable = (traced_steps is not None and glow_config.coupling_dropout == 0 and not tf.distribute.has_strategy()
               and pairs.strategy is tf.distribute.get_strategy())
-  if not reusable:
-    with pairs.strategy.scope():
-      return glow.ReusableTrainStep(*key)
-  if key not in _REUSABLE_STEPS:
-    _REUSABLE_STEPS[key] = glow.ReusableTrainStep(*key)
-    while len(_REUSABLE_STEPS) > _MAX_REUSABLE_STEPS:
-      _REUSABLE_STEPS.popitem(last=False)
-  _REUSABLE_STEPS.move_to_end(key)
-  return _REUSABLE_STEPS[key]
+  if reusable:
+    return traced_steps.get(glow_config, pairs.dim, fit.init, optimizer)
+  with pairs.strategy.scope():
+    return glow.ReusableTrainStep(glow_config, pairs.dim, fit.init, optimizer)
 
 
-def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
+def fit_flow(pairs, config, flow_dir, name="flow", provenance=None, show_progress_bar=None,
+             traced_steps=SHARED_STEPS):
   """Fits a Glow on `pairs`, checkpointing into `flow_dir`; resumes from the latest checkpoint there.
 
   Args:
@@ -105,6 +167,9 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
     name: str, a label for logs and progress.
     provenance: dict or None, what the vectors are (model, pooling, max_seq_length), kept in flow.json so that
       users of the flow can check they feed it the same kind of vectors.
+    show_progress_bar: None (auto: utils.progress), True (always) or False (never).
+    traced_steps: TracedSteps whose traced step of the same settings this fit reuses (and keeps for later fits),
+      or None for a new trace; the numbers are the same either way.
 
   Returns:
     (Glow, dict) — the fitted flow (a Glow of its own, not shared with later fits) and a summary: steps,
@@ -113,15 +178,13 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
   Raises:
     FlowDivergedError when a loss is NaN or inf (the last good checkpoint stays in flow_dir).
   """
-  num_steps = order_lib.num_train_steps(len(pairs), config.batch_size, config.num_train_epochs)
-  if num_steps < 1:
-    raise ValueError(f"{name}: {len(pairs)} pairs at batch_size {config.batch_size} x {config.num_train_epochs} "
-                     "epochs is less than one step")
+  num_steps = config.num_steps(len(pairs), name)
   order = pairs.batch_order(num_steps, config.batch_size, config.seed)
-  glow_config = glow.GlowConfig.load(config.flow_model_config)
-  state = _train_state(pairs, glow_config, config)
+  glow_config = config.glow_config()
+  optimizer = glow.AdamWeightDecay(learning_rate=config.learning_rate, weight_decay_rate=config.weight_decay_rate)
+  state = _train_state(pairs, glow_config, config, optimizer, traced_steps)  # before seeding: it may build a Glow
   fresh = _seeded_glow(glow_config, pairs.dim, config)
-  state.reset(fresh, config.learning_rate)
+  state.reset(fresh, optimizer)
   flow, optimizer = state.flow, state.optimizer
   step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
   checkpoint = tf.train.Checkpoint(flow=flow, optimizer=optimizer, step=step)
@@ -140,7 +203,7 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None):
   if train_step is None:
     train_step = lambda row: state(*pairs.batch(row))
   writer = tf.summary.create_file_writer(os.path.join(flow_dir, "tb"))
-  progress = Progress(f"fitting {name}", num_steps, unit="step", min_total=200)
+  progress = Progress(f"fitting {name}", num_steps, unit="step", show=show_progress_bar)
   progress.update(int(step))
   losses, start = [], tf.timestamp()
   while int(step) < num_steps:

@@ -1,11 +1,14 @@
-"""One flag per field of a config dataclass: the field's name, its default and, as help, its entry in the class
-docstring's Attributes section, so that a config and its command line cannot drift apart.
+"""The one way the commands define flags: one flag per field of a config dataclass (its name, its default and, as
+help, its entry in the class docstring's Attributes section), each checked while it is parsed, so that a config
+and its command line cannot drift apart and a bad value ends the command before any work.
 
   config_flags.define_config_flags(siamese.SiameseConfig, skip=...)   # at the entry point's top
   config = config_flags.config_from_flags(siamese.SiameseConfig, FLAGS, model=...)   # in main
 
 A field's flag may have another name (`names`, e.g. the field train_batch_size as --train_batch_pairs); give both
-functions the same `names`.
+functions the same `names`. A field whose metadata names a check (`utils.checks.checked`) has its flag checked by
+it; `check_flag` adds a check to a flag defined otherwise (the library's check: the same sentence as the Python
+API's ValueError, after absl's "flag --name=value:" naming what was typed, an alias included).
 """
 import dataclasses
 import re
@@ -13,6 +16,7 @@ import re
 from absl import flags
 
 from bert_flow_tf.cli import aliases
+from bert_flow_tf.utils import checks
 from bert_flow_tf.utils import errors
 
 # Field type -> flag kind; a tuple field is a comma-separated list flag.
@@ -50,8 +54,34 @@ def attribute_docs(cls):
   return {name: " ".join(parts) for name, parts in docs.items()}
 
 
-def define_config_flags(cls, skip=(), defaults=None, names=None, flag_values=flags.FLAGS):
-  """Defines one flag per field of the dataclass `cls`, except those in `skip`.
+class _CheckedParser(flags.ArgumentParser):
+  """A flag's parser, then a check of the parsed value (`check(None, value)`, see utils/checks.py)."""
+
+  def __init__(self, parser, check):
+    super().__init__()
+    self.parser, self.check = parser, check
+
+  def parse(self, argument):
+    value = self.parser.parse(argument)
+    if value is not None:
+      self.check(None, value)  # a ValueError: absl reports "flag --<typed>=<argument>: <its sentence>"
+    return value
+
+  def flag_type(self):
+    return self.parser.flag_type()
+
+
+def check_flag(flag_values, name, check):
+  """Checks --`name` (defined, not an alias yet) with `check(None, value)` whenever it is parsed.
+
+  `check` is a utils/checks.py check (or any callable raising ValueError); a list flag's check gets the list.
+  """
+  flag = flag_values[name]
+  flag.parser = _CheckedParser(flag.parser, check)
+
+
+def define_config_flags(cls, skip=(), defaults=None, names=None, flag_values=flags.FLAGS, only=None):
+  """Defines one flag per field of the dataclass `cls`, except those in `skip` (or only those in `only`).
 
   Args:
     cls: a dataclass whose fields are typed bool, int, float, str or tuple (of str) and documented in its
@@ -61,6 +91,7 @@ def define_config_flags(cls, skip=(), defaults=None, names=None, flag_values=fla
       default get None (mark their flags required).
     names: dict, field name -> its flag's name where the two differ.
     flag_values: where to define them.
+    only: names of the only fields that get a flag, or None (every field not in `skip`).
 
   Raises:
     TypeError: a field of another type. ValueError: a field without an Attributes entry, or an unknown name in
@@ -69,12 +100,12 @@ def define_config_flags(cls, skip=(), defaults=None, names=None, flag_values=fla
   defaults = dict(defaults or {})
   names = dict(names or {})
   fields = {f.name for f in dataclasses.fields(cls)}
-  unknown = sorted((set(skip) | set(defaults) | set(names)) - fields)
+  unknown = sorted((set(skip) | set(defaults) | set(names) | set(only or ())) - fields)
   if unknown:
     raise ValueError(f"{cls.__name__} has no field(s) {', '.join(unknown)}; its fields: {', '.join(sorted(fields))}")
   docs = attribute_docs(cls)
   for field in dataclasses.fields(cls):
-    if field.name in skip:
+    if field.name in skip or (only is not None and field.name not in only):
       continue
     if field.type not in _DEFINERS:
       raise TypeError(f"{cls.__name__}.{field.name}: type {field.type!r} has no flag kind; allowed: "
@@ -84,13 +115,16 @@ def define_config_flags(cls, skip=(), defaults=None, names=None, flag_values=fla
     default = defaults.get(field.name, None if field.default is dataclasses.MISSING else field.default)
     if field.type is tuple and default is not None:
       default = list(default)
-    _DEFINERS[field.type](names.get(field.name, field.name), default, docs[field.name], flag_values=flag_values)
+    name = names.get(field.name, field.name)
+    _DEFINERS[field.type](name, default, docs[field.name], flag_values=flag_values)
+    if checks.field_check(field) is not None:
+      check_flag(flag_values, name, checks.field_check(field))
 
 
-def config_from_flags(cls, flag_values, names=None, **values):
+def config_from_flags(cls, flag_values, names=None, only=None, **values):
   """`cls(**values, <every other field>=<its flag's value>)`; list flags become tuples.
 
-  `names`: as given to `define_config_flags`.
+  `names`, `only`: as given to `define_config_flags` (the fields outside `only` keep their defaults).
 
   Raises:
     errors.UserError naming the flags of the fields that a ValueError of `cls` names (by the alias typed, if
@@ -99,7 +133,7 @@ def config_from_flags(cls, flag_values, names=None, **values):
   kwargs = dict(values)
   names = dict(names or {})
   for field in dataclasses.fields(cls):
-    if field.name not in kwargs:
+    if field.name not in kwargs and (only is None or field.name in only):
       value = flag_values[names.get(field.name, field.name)].value
       kwargs[field.name] = tuple(value) if field.type is tuple and value is not None else value
   try:

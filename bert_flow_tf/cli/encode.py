@@ -24,19 +24,18 @@ from absl import flags
 from absl import logging
 import numpy as np
 
-import glow
-
-from bert_flow_tf.calibration import fitted_flow
 from bert_flow_tf.cli import aliases
 from bert_flow_tf.cli import encode_flags
 from bert_flow_tf.cli import engine_flags
 from bert_flow_tf.cli import model_flags
 from bert_flow_tf.cli import one_line_errors
+from bert_flow_tf.cli import outputs
+from bert_flow_tf.embedding import settings
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
-from bert_flow_tf.embedding.store import EmbeddingStore
-from bert_flow_tf.modeling import pooling
-from bert_flow_tf.serving import export
+from bert_flow_tf.exported_encoder import ExportedEncoder
+from bert_flow_tf.sentence_encoder import SentenceEncoder
 from bert_flow_tf.utils import distribute
+from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 
 # Every flag, in the groups --help shows: bert_flow_tf/cli/encode_flags.py (names: docs/flags.md).
@@ -44,77 +43,70 @@ encode_flags.define_flags()
 FLAGS = flags.FLAGS
 
 
+def _exported_encoder(text_model):
+  """ExportedEncoder of `<export_dir>/text/<version>`, or app.UsageError naming --exported_model."""
+  version = os.path.basename(os.path.normpath(text_model))
+  export_dir = os.path.dirname(os.path.dirname(os.path.normpath(text_model)))
+  if not version.isdigit() or os.path.basename(os.path.dirname(os.path.normpath(text_model))) != "text":
+    raise app.UsageError(f"--exported_model={text_model}: not <export_dir>/text/<version>")
+  return ExportedEncoder(export_dir, int(version))
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  embedder = None
   if FLAGS.exported_model:
     clashes = [f"--{aliases.given_name(FLAGS, name)}" for name in encode_flags.FIXED_BY_EXPORT
                if FLAGS[name].present]
     if clashes:
       raise app.UsageError(f"--exported_model cannot be combined with {', '.join(clashes)}: the exported model "
                            "already fixes the model, pooling, max_seq_length and flow")
+  outputs.check_writable(os.path.dirname(FLAGS.output_file) or ".", "the --output_file folder")
+  if FLAGS.exported_model:
+    encoder, what = _exported_encoder(FLAGS.exported_model), f"exported model {FLAGS.exported_model}"
   else:
-    try:
-      pooling.check_name(FLAGS.pooling)
-    except ValueError as e:
-      raise app.UsageError(f"--{aliases.given_name(FLAGS, 'pooling')}: {e}") from e
     strategy = engine_flags.strategy_from_flags()
     with distribute.variable_scope(strategy):
       model = model_flags.load_model_from_flags(FLAGS)
+    model_flags.check_max_seq_length(FLAGS, model)
     embedder = SentenceEmbedder(model, FLAGS.pooling, FLAGS.max_seq_length, strategy=strategy,
                                 static_shapes=engine_flags.static_shapes_from_flags(strategy),
                                 use_xla=FLAGS.use_xla)
+    encoder = SentenceEncoder(embedder, batch_size=FLAGS.encode_batch_sentences)
+    what = embedder.pooling.describe()
     if FLAGS.flow_checkpoint:
       try:
-        fitted_flow.check(FLAGS.flow_checkpoint, dim=embedder.dim, provenance={
-            "sentence_embedding_type": embedder.pooling.name, "max_seq_length": embedder.max_seq_length})
+        encoder.load_flow(FLAGS.flow_checkpoint)
+      except errors.UserError:
+        raise  # names its own file
       except ValueError as e:
         raise app.UsageError(f"--flow_checkpoint={FLAGS.flow_checkpoint} does not fit: {e}") from e
-  encode_file(FLAGS.input_file, FLAGS.output_file, embedder=embedder, flow_dir=FLAGS.flow_checkpoint,
-              exported_model=FLAGS.exported_model, batch_size=FLAGS.encode_batch_sentences)
+      what += f", then the flow in {FLAGS.flow_checkpoint}"
+  encode_file(FLAGS.input_file, FLAGS.output_file, encoder, FLAGS.encode_batch_sentences, what, FLAGS.progress)
 
 
-def encode_file(input_file, output_file, embedder=None, flow_dir=None, exported_model=None, batch_size=64):
+def encode_file(input_file, output_file, encoder, batch_size=settings.BATCH_SENTENCES,
+                what="sentence vectors", show_progress_bar=None):
   """Encodes a UTF-8 file of sentences (one per line) into a float32 .npy [n, D], in input order, atomically.
 
   Args:
     input_file: str. UTF-8 text, one sentence per line (empty lines included).
     output_file: str. Where the float32 [n, D] .npy goes.
-    embedder: SentenceEmbedder, or None with `exported_model`.
-    flow_dir: str or None. A fitted-flow directory (flow.json + checkpoint, as `flow_fitting.fit_flow` writes it):
-      the output is the flow's calibrated z of the embedder's vectors.
-    exported_model: str or None. A text SavedModel (<export_dir>/text/<version>) to encode through instead of
-      `embedder`; it already fixes the model, pooling, max_seq_length and flow.
+    encoder: a SentenceEncoder (with its calibration, if any) or an ExportedEncoder.
     batch_size: int. Sentences per batch.
+    what: str, how the vectors were made, for the log line.
+    show_progress_bar: True, False or None (auto), the progress line (utils.progress).
 
   Returns:
     np.float32 [n, D], as written.
 
   Raises:
-    ValueError: not exactly one of `embedder` / `exported_model`, or `flow_dir` with `exported_model`.
     FileNotFoundError / ValueError from `io_utils.read_lines` for a missing or non-UTF-8 input file.
   """
-  if (embedder is None) == (exported_model is None):
-    raise ValueError(f"give an embedder or an exported_model, not both or neither (exported_model="
-                     f"{exported_model!r})")
-  if exported_model is not None and flow_dir is not None:
-    raise ValueError(f"flow_dir={flow_dir!r}: the exported model {exported_model} already fixes its flow")
   sentences = io_utils.read_lines(input_file)
   with io_utils.atomic_path(output_file) as tmp:  # an unwritable output fails here, before the encoding
     start = time.perf_counter()
-    if exported_model is not None:
-      embeddings = export.encode_with_saved_model(exported_model, sentences, batch_size)
-      what = f"exported model {exported_model}"
-    else:
-      flow = fitted_flow.load(flow_dir) if flow_dir is not None else None
-      # An in-memory store: each distinct line is encoded once.
-      store = EmbeddingStore(embedder, root=None, batch_size=batch_size)
-      embeddings = store.vectors(sentences, embedder.pooling)
-      what = embedder.pooling.describe()
-      if flow is not None:
-        embeddings = glow.transform(flow, embeddings)
-        what += f", then the flow in {flow_dir}"
+    embeddings = encoder.encode(sentences, batch_size=batch_size, show_progress_bar=show_progress_bar)
     seconds = time.perf_counter() - start
     with open(tmp, "wb") as f:
       np.save(f, embeddings)

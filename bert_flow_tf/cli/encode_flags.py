@@ -13,11 +13,12 @@ ALIASES = {"sentence_embedding_type": "pooling", "batch_size": "encode_batch_sen
 # What an exported model already fixes (excluded with --exported_model).
 FIXED_BY_EXPORT = model_flags.FLAG_NAMES + ("pooling", "max_seq_length", "flow_checkpoint")
 
+
 GROUPS = (
     ("Input and output", ("input_file", "output_file")),
     ("Model and pooling", model_flags.FLAG_NAMES + ("max_seq_length", "pooling")),
     ("Calibration", ("flow_checkpoint", "exported_model")),
-    *engine_flags.help_groups("Encoding and devices", ["encode_batch_sentences"]),
+    *engine_flags.help_groups("Encoding and devices", ["encode_batch_sentences", "progress"]),
 )
 
 
@@ -30,17 +31,14 @@ def define_flags(flag_values=flags.FLAGS):
   flags.DEFINE_string("output_file", None, "Required. Where to write the float32 [n, D] .npy (atomically).",
                       flag_values=fv)
   model_flags.define_max_seq_length(fv)
-  flags.DEFINE_string("pooling", model_flags.DEFAULT_POOLING, "Pooling name: last-avg, last2avg, first-last-avg, "
-                      "emb-avg, emb-last-avg, cls, cls-raw, or the original's avg, avg-last-N, ... (see "
-                      "bert_flow_tf/modeling/pooling.py).", flag_values=fv)
+  model_flags.define_pooling(fv)
   flags.DEFINE_string("flow_checkpoint", None, "A fitted-flow directory (flow.json + checkpoint, as run_flow.py "
                       "writes it under <output_dir>/flows/): output the flow's calibrated z instead of the raw "
                       "pooled vectors; unset: no flow.", flag_values=fv)
   flags.DEFINE_string("exported_model", None, "A text SavedModel (<export_dir>/text/<version>): encode through it "
                       "instead of building the encoder. Excludes the model flags (--model_dir, ...), --pooling, "
                       "--max_seq_length and --flow_checkpoint.", flag_values=fv)
-  flags.DEFINE_integer("encode_batch_sentences", model_flags.DEFAULT_ENCODE_BATCH_SENTENCES,
-                       "Sentences per BERT encoding batch (speed only; results do not depend on it).",
-                       flag_values=fv)
+  model_flags.define_encode_batch_sentences(fv)
+  engine_flags.define_progress(fv)
   aliases.define_aliases(ALIASES, fv)
   flags.mark_flags_as_required(["input_file", "output_file"], flag_values=fv)

@@ -16,6 +16,8 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
+from bert_flow_tf.cli import config_flags
+from bert_flow_tf.utils import checks
 from bert_flow_tf.utils import distribute
 
 FLAG_NAMES = ("tpu", "tpu_zone", "gcp_project", "num_gpus", "num_cpu_replicas", "use_xla", "static_shapes")
@@ -53,6 +55,15 @@ def define_engine_flags(flag_values=FLAGS):
   flags.DEFINE_string("tpu_name", None, "The original's TPU name, read with --use_tpu (= --tpu).", flag_values=fv)
   flags.DEFINE_integer("num_tpu_cores", None, "The original's TPU core count; when given, it must equal the "
                        "TPU's replica count.", flag_values=fv)
+  config_flags.check_flag(fv, "num_gpus", checks.non_negative_int)
+  config_flags.check_flag(fv, "num_cpu_replicas", checks.non_negative_int)
+  config_flags.check_flag(fv, "num_tpu_cores", checks.positive_int)
+
+
+def define_progress(flag_values=FLAGS):
+  """Defines --[no]progress: the progress lines forced on or off (a show_progress_bar of True, False or None)."""
+  flags.DEFINE_bool("progress", None, "--progress: always show the progress lines (encoding, flow fits); "
+                    "--noprogress: never; unset: for long jobs only.", flag_values=flag_values)
 
 
 def tpu_from_flags(flag_values=FLAGS):

@@ -1,4 +1,6 @@
-"""The model flags of every entry point (run_flow.py, run_siamese.py, `python -m bert_flow_tf.encode`).
+"""The model and embedding flags of every entry point (run_flow.py, run_siamese.py, `python -m bert_flow_tf.encode`,
+the Beam pipeline): the model, --max_seq_length, --pooling, --encode_batch_sentences, with the library's defaults
+and checks (bert_flow_tf/embedding/settings.py).
 
 A model is a directory or preset name (`--model_dir`), or the original's three TF1 files
 (`--bert_config_file --vocab_file --init_checkpoint`, all three, and then no `--model_dir`).
@@ -10,15 +12,22 @@ from absl import app
 from absl import flags
 
 from bert_flow_tf import loaders
+from bert_flow_tf.cli import config_flags
+from bert_flow_tf.embedding import settings
 from bert_flow_tf.loaders import presets
+from bert_flow_tf.modeling import pooling
+from bert_flow_tf.utils import checks
 
 FLAG_NAMES = ("model_dir", "bert_config_file", "vocab_file", "init_checkpoint", "do_lower_case",
               "hub_preprocess_dir")
 _TF1_FILES = ("bert_config_file", "vocab_file", "init_checkpoint")
-# How every entry point embeds unless told otherwise (SentenceEncoder.from_pretrained too; docs/flags.md).
-DEFAULT_POOLING = "last-avg"
-DEFAULT_MAX_SEQ_LENGTH = 64
-DEFAULT_ENCODE_BATCH_SENTENCES = 64
+# How every entry point embeds unless told otherwise: the library's defaults (docs/flags.md).
+DEFAULT_POOLING = settings.POOLING
+DEFAULT_MAX_SEQ_LENGTH = settings.MAX_SEQ_LENGTH
+DEFAULT_ENCODE_BATCH_SENTENCES = settings.BATCH_SENTENCES
+# The --pooling help, from the pooling list.
+POOLING_HELP = (f"Pooling: {', '.join(pooling.POOLING_NAMES)} (N = a block count; avg = last-avg, avg-last-2 = "
+                "first-last-avg: see bert_flow_tf/modeling/pooling.py).")
 
 
 def define_model_flags(flag_values=flags.FLAGS):
@@ -41,9 +50,38 @@ def define_model_flags(flag_values=flags.FLAGS):
 
 
 def define_max_seq_length(flag_values=flags.FLAGS):
-  """Defines --max_seq_length (DEFAULT_MAX_SEQ_LENGTH) in `flag_values`: run_flow, encode and beam's."""
-  flags.DEFINE_integer("max_seq_length", DEFAULT_MAX_SEQ_LENGTH, "Tokens per sentence including [CLS] and [SEP].",
+  """Defines --max_seq_length (DEFAULT_MAX_SEQ_LENGTH, checked) in `flag_values`: run_flow, encode and beam's."""
+  flags.DEFINE_integer("max_seq_length", DEFAULT_MAX_SEQ_LENGTH, "Tokens per sentence including [CLS] and [SEP] "
+                       f"(at least {settings.MIN_SEQ_LENGTH}, at most the model's max_position_embeddings).",
                        flag_values=flag_values)
+  config_flags.check_flag(flag_values, "max_seq_length", settings.check_max_seq_length)
+
+
+def check_max_seq_length(flag_values, loaded):
+  """Raises app.UsageError when --max_seq_length exceeds the loaded model's max_position_embeddings."""
+  if loaded.config is not None:
+    try:
+      settings.check_max_seq_length(None, flag_values.max_seq_length, loaded.config.max_position_embeddings)
+    except ValueError as e:
+      raise app.UsageError(f"--max_seq_length={flag_values.max_seq_length}: {e}") from e
+
+
+def define_pooling(flag_values=flags.FLAGS, several=False):
+  """Defines --pooling (DEFAULT_POOLING; with `several`, a comma-separated list), each name checked."""
+  if several:
+    flags.DEFINE_list("pooling", [DEFAULT_POOLING], POOLING_HELP + " A comma-separated list is computed in one BERT "
+                      "pass; each pooling's outputs then go to <output_dir>/<pooling>/.", flag_values=flag_values)
+    config_flags.check_flag(flag_values, "pooling", checks.each(lambda _, name: pooling.check_name(name)))
+  else:
+    flags.DEFINE_string("pooling", DEFAULT_POOLING, POOLING_HELP, flag_values=flag_values)
+    config_flags.check_flag(flag_values, "pooling", lambda _, name: pooling.check_name(name))
+
+
+def define_encode_batch_sentences(flag_values=flags.FLAGS):
+  """Defines --encode_batch_sentences (DEFAULT_ENCODE_BATCH_SENTENCES, checked)."""
+  flags.DEFINE_integer("encode_batch_sentences", DEFAULT_ENCODE_BATCH_SENTENCES, "Sentences per BERT encoding "
+                       "batch (speed only; results do not depend on it).", flag_values=flag_values)
+  config_flags.check_flag(flag_values, "encode_batch_sentences", settings.check_batch_sentences)
 
 
 def model_kwargs(flag_values):

@@ -8,8 +8,9 @@ flag. In main: `errors.UserError`, app.UsageError and OSError (a missing, unread
 ends as `error: <what> (<file:line, file or --flag>)` (see `errors.one_line`). Anything else is a bug and raises
 with its traceback. absl's `-v 1` (`--verbosity=1`) shows the traceback of an expected error too.
 
-With `help_groups`, `--help` (also -h, -help, --helpshort) prints the entry point's own flags in those groups
-(`flag_help.help_text`) and `--helpfull` absl's full list, both on stdout with exit status 0 (absl's exit 1).
+With `help_groups`, `--help` (also -h, -help, --helpshort) prints the entry point's key flags in those groups
+(`flag_help.help_text`) and `--helpfull` all of its flags, then absl's own (`flag_help.full_help_text`), both on
+stdout with exit status 0 (absl's exit 1).
 
 `run` also keeps Python's cyclic garbage collector off the objects that importing TensorFlow makes (`gc.freeze`
 before main, and again at exit): its full collections walk all of them and would never free one. On a 2-core CPU
@@ -71,15 +72,16 @@ def _help_asked(argv):
   return None
 
 
-def parse_flags(argv, help_groups=None, doc="", known_only=False):
+def parse_flags(argv, help_groups=None, doc="", key_flags=None, known_only=False):
   """app.run's flags_parser: absl's parsing, with one-line errors (the command line's flagfiles checked first).
 
-  With `help_groups` (see `flag_help.help_text`), --help and --helpfull print and exit 0. With `known_only`, the
-  arguments that are not our flags are passed on to main (the Beam command hands them to Beam).
+  With `help_groups` and `key_flags` (see `flag_help.help_text`), --help and --helpfull print and exit 0. With
+  `known_only`, the arguments that are not our flags are passed on to main (the Beam command hands them to Beam).
   """
   asked = _help_asked(argv) if help_groups is not None else None
   if asked:
-    text = flag_help.help_text(flags.FLAGS, help_groups, doc) if asked == "help" else flags.FLAGS.get_help()
+    text = (flag_help.help_text(flags.FLAGS, help_groups, doc, key_flags) if asked == "help"
+            else flag_help.full_help_text(flags.FLAGS, help_groups, doc))
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     sys.stdout.flush()
     sys.exit(0)
@@ -94,13 +96,15 @@ def parse_flags(argv, help_groups=None, doc="", known_only=False):
     _exit(errors.one_line(e, _FLAG_ERRORS))
 
 
-def run(main, help_groups=None, doc="", known_only=False):
+def run(main, help_groups=None, doc="", key_flags=None, known_only=False):
   """app.run(main) with expected errors told in one line (see the module notes).
 
   Args:
     main: called with the remaining argv, as by app.run.
-    help_groups: optional sequence of (title, flag names): --help lists these (`flag_help.help_text`), exit 0.
+    help_groups: optional sequence of (title, flag names): --helpfull lists these (`flag_help.full_help_text`),
+      exit 0.
     doc: the entry point's docstring, whose first paragraph heads --help.
+    key_flags: optional names of the flags --help lists (in their groups); None: all of them.
     known_only: bool, arguments that are not our flags go to main instead of being refused.
   """
 
@@ -116,4 +120,4 @@ def run(main, help_groups=None, doc="", known_only=False):
   gc.freeze()                  # everything imported so far lives as long as the process
   atexit.register(gc.freeze)   # the last collection at exit then skips what main made too
   app.run(main_with_one_line_errors, flags_parser=functools.partial(parse_flags, help_groups=help_groups, doc=doc,
-                                                                          known_only=known_only))
+                                                                          key_flags=key_flags, known_only=known_only))

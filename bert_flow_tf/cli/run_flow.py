@@ -19,45 +19,35 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 from absl import logging
 
-from bert_flow_tf.calibration import baselines
+from bert_flow_tf import data
+from bert_flow_tf.calibration.flow_fitting import FlowFitConfig
 from bert_flow_tf.cli import aliases
+from bert_flow_tf.cli import config_flags
+from bert_flow_tf.cli import engine_flags
 from bert_flow_tf.cli import model_flags
-from bert_flow_tf.loaders import tf1_flow
 from bert_flow_tf.cli import one_line_errors
-from bert_flow_tf.utils import io_utils
+from bert_flow_tf.cli import outputs
+from bert_flow_tf.cli import run_flow_flags
+from bert_flow_tf.experiment import NLI_FLOW, run_experiments
+from bert_flow_tf.experiment_spec import ExperimentSpec, fit_from_store_problem
+from bert_flow_tf.loaders import tf1_flow
+from bert_flow_tf.reporting import markdown
 from bert_flow_tf.utils import distribute
 from bert_flow_tf.utils import errors
+from bert_flow_tf.utils import io_utils
 from bert_flow_tf.utils import logs
-from bert_flow_tf.modeling import pooling
-from bert_flow_tf.reporting import markdown
-from bert_flow_tf import data
-from bert_flow_tf.cli import engine_flags
-from bert_flow_tf.cli import run_flow_flags
-from bert_flow_tf.experiment import NLI_FLOW, ExperimentSpec, fit_from_store_problem, run_experiments
-from bert_flow_tf.calibration.flow_fitting import FlowFitConfig
 
 # Every flag, in the groups --help shows: bert_flow_tf/cli/run_flow_flags.py (names: docs/flags.md).
 run_flow_flags.define_flags()
 FLAGS = flags.FLAGS
 
 
-def _check_flags():
-  """Fails at start, naming the flag, for values the run would trip on later."""
-  if FLAGS.task_name not in data.EVAL_TASKS:
-    raise app.UsageError(f"--task_name={FLAGS.task_name!r} is not one of {', '.join(data.EVAL_TASKS)}")
+def _check_combinations():
+  """Fails at start, naming the flags, for what two flags or the filesystem decide (each value alone was checked
+  while the flags were parsed)."""
   if (_eval_tasks() or "nli" in FLAGS.fit_on) and not os.path.isdir(FLAGS.data_dir):
     raise app.UsageError(f"--data_dir={FLAGS.data_dir!r} does not exist (docs/experiments.md: Data)")
   model_flags.model_kwargs(FLAGS)  # fails on incomplete TF1 files or two models
-  for name in FLAGS.baselines:
-    try:
-      baselines.check_name(name)
-    except ValueError as e:
-      raise app.UsageError(f"--baselines: {e}") from e
-  for name in FLAGS.pooling:
-    try:
-      pooling.check_name(name)
-    except ValueError as e:
-      raise app.UsageError(f"--{aliases.given_name(FLAGS, 'pooling')}: {e}") from e
   if FLAGS.export_flow == "init_checkpoint" and not FLAGS.init_checkpoint:
     raise app.UsageError("--export_flow=init_checkpoint reads the Glow from --init_checkpoint, which is not set")
   problem = FLAGS.fit_from_store and fit_from_store_problem(
@@ -70,16 +60,24 @@ def _check_flags():
                          f"{len(FLAGS.pooling)}")
 
 
+def _check_fit_set(custom, target_fit):
+  """Fails when the own training pairs are fewer than one step of the target flow's fit."""
+  if custom is None or not FLAGS.flow or "target" not in FLAGS.fit_on or FLAGS.fit_from_store:
+    return  # from the store, the pairs are counted once the distinct sentences are stored
+  own = FLAGS.train_file or FLAGS.eval_file
+  try:
+    target_fit.num_steps(len(custom.train[0]), own)
+  except ValueError as e:
+    flag = "--train_file" if FLAGS.train_file else "--eval_file"
+    raise app.UsageError(f"{flag}: {e} (lower --{aliases.given_name(FLAGS, 'flow_batch_pairs')} or raise "
+                         "--num_train_epochs)") from e
+
+
 def _eval_tasks():
   if FLAGS.eval_tasks is None and (FLAGS.train_file or FLAGS.eval_file):
     return ()
   tasks = FLAGS.eval_tasks or [FLAGS.task_name]
-  if tasks == ["all"]:
-    return data.EVAL_TASKS
-  for task in tasks:
-    if task not in data.EVAL_TASKS:
-      raise app.UsageError(f"--eval_tasks: {task!r} is not one of {', '.join(data.EVAL_TASKS)} or 'all'")
-  return tuple(tasks)
+  return data.EVAL_TASKS if "all" in tasks else tuple(tasks)
 
 
 def _exp_name():
@@ -95,38 +93,42 @@ def main(argv):
   logs.quiet_tensorflow()
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  _check_flags()
+  _check_combinations()
+  target_fit = config_flags.config_from_flags(FlowFitConfig, FLAGS, names=run_flow_flags.FIT_FLAGS,
+                                               only=tuple(run_flow_flags.FIT_FLAGS))
+  nli_fit = dataclasses.replace(target_fit, **{field: FLAGS[flag].value
+                                               for field, flag in run_flow_flags.NLI_FIT_FLAGS.items()})
   try:
     custom = data.custom.load_custom(FLAGS.train_file, FLAGS.eval_file, FLAGS.train_format)
   except errors.UserError:
     raise  # already names its file:line
   except (ValueError, FileNotFoundError) as e:
     raise app.UsageError(str(e)) from e
+  _check_fit_set(custom, target_fit)
   strategy = engine_flags.strategy_from_flags()  # before any output: a missing device ends the run here
   output_dir = run_flow_flags.output_dir_from_flags(FLAGS, _exp_name)
-  os.makedirs(output_dir, exist_ok=True)
-  io_utils.write_text(os.path.join(output_dir, "flags.txt"), FLAGS.flags_into_string())
-  target_fit = FlowFitConfig(flow_model_config=FLAGS.flow_model_config, init=FLAGS.flow_init,
-                             learning_rate=FLAGS.flow_learning_rate, num_train_epochs=FLAGS.num_train_epochs,
-                             batch_size=FLAGS.flow_batch_pairs, seed=FLAGS.seed,
-                             save_checkpoints_steps=FLAGS.save_checkpoints_steps)
+  cache_dir = run_flow_flags.cache_dir_from_flags(FLAGS, output_dir)
+  for folder, what in ((output_dir, "the output folder"), (FLAGS.export_dir, "--export_dir"),
+                       (cache_dir, "the embedding cache (--cache_dir)")):
+    if folder:
+      outputs.check_writable(folder, what)
   with distribute.variable_scope(strategy):
     model = model_flags.load_model_from_flags(FLAGS)
+  model_flags.check_max_seq_length(FLAGS, model)
+  os.makedirs(output_dir, exist_ok=True)  # the first output, once every setting has been checked
+  io_utils.write_text(os.path.join(output_dir, "flags.txt"), FLAGS.flags_into_string())
   poolings = FLAGS.pooling
   specs = [ExperimentSpec(
       model=model, sentence_embedding_type=name, data_dir=FLAGS.data_dir,
       output_dir=output_dir if len(poolings) == 1 else os.path.join(output_dir, name),
       max_seq_length=FLAGS.max_seq_length, eval_tasks=_eval_tasks(),
-      fit_on=tuple(FLAGS.fit_on) if FLAGS.flow else (), target_fit=target_fit,
-      nli_fit=dataclasses.replace(target_fit, learning_rate=FLAGS.nli_flow_learning_rate,
-                                  num_train_epochs=FLAGS.nli_num_train_epochs),
+      fit_on=tuple(FLAGS.fit_on) if FLAGS.flow else (), target_fit=target_fit, nli_fit=nli_fit,
       flow_mode=FLAGS.flow_mode, use_full_for_training=FLAGS.use_full_for_training,
       one_pass_full=FLAGS.one_pass_full, baselines=tuple(FLAGS.baselines),
       lexical_analysis=FLAGS.lexical_analysis, analysis=FLAGS.analysis,
-      cache_dir=run_flow_flags.cache_dir_from_flags(FLAGS, output_dir), batch_size=FLAGS.encode_batch_sentences,
-      strategy=strategy,
+      cache_dir=cache_dir, batch_size=FLAGS.encode_batch_sentences, strategy=strategy,
       static_shapes=engine_flags.static_shapes_from_flags(strategy), use_xla=FLAGS.use_xla,
-      custom=custom, fit_from_store=FLAGS.fit_from_store) for name in poolings]
+      custom=custom, fit_from_store=FLAGS.fit_from_store, show_progress_bar=FLAGS.progress) for name in poolings]
   runs = run_experiments(specs)
   for finished in runs:
     print(finished.results_md)
@@ -134,7 +136,7 @@ def main(argv):
     print(markdown.poolings_table([(r.record.sentence_embedding_type, r.record.scores) for r in runs]))
   if FLAGS.export_dir:
     _export(runs[0].experiment)
-  logging.info("outputs in %s", output_dir)
+  print(f"outputs in {output_dir}" + (f"; servable models in {FLAGS.export_dir}" if FLAGS.export_dir else ""))
 
 
 def _export(experiment):
@@ -157,7 +159,7 @@ def _export(experiment):
 
 def run():
   """The `bert-flow-run` command (`python run_flow.py` in a clone): flags in, one-line errors out."""
-  one_line_errors.run(main, help_groups=run_flow_flags.GROUPS, doc=__doc__)
+  one_line_errors.run(main, help_groups=run_flow_flags.GROUPS, doc=__doc__, key_flags=run_flow_flags.KEY_FLAGS)
 
 
 if __name__ == "__main__":

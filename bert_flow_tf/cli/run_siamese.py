@@ -23,6 +23,7 @@ from bert_flow_tf import siamese
 from bert_flow_tf.cli import engine_flags
 from bert_flow_tf.cli import model_flags
 from bert_flow_tf.cli import one_line_errors
+from bert_flow_tf.cli import outputs
 from bert_flow_tf.cli import siamese_flags
 from bert_flow_tf.utils import logs
 
@@ -45,16 +46,18 @@ def main(argv):
     raise app.UsageError(f"--hub_preprocess_dir={FLAGS.hub_preprocess_dir!r}: run_siamese.py reads the vocab of a "
                          "TF-Hub encoder from its assets/ or --vocab_file")
   model["model"] = model.pop("model_dir")
-  strategy = engine_flags.strategy_from_flags()
   config = siamese_flags.config_from_flags(FLAGS, **model, tpu=engine_flags.tpu_from_flags(),
                                            num_gpus=FLAGS.num_gpus, use_xla=FLAGS.use_xla,
                                            static_shapes=FLAGS.static_shapes)
+  outputs.check_writable(config.output_dir, "the output folder (--output_dir)")
+  strategy = engine_flags.strategy_from_flags()
   siamese.run(config, strategy=strategy)
+  print(f"outputs in {config.output_dir}")
 
 
 def run():
   """The `bert-flow-siamese` command (`python run_siamese.py` in a clone): flags in, one-line errors out."""
-  one_line_errors.run(main, help_groups=siamese_flags.GROUPS, doc=__doc__)
+  one_line_errors.run(main, help_groups=siamese_flags.GROUPS, doc=__doc__, key_flags=siamese_flags.KEY_FLAGS)
 
 
 if __name__ == "__main__":

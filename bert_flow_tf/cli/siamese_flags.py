@@ -39,6 +39,10 @@ GROUPS = (
     *engine_flags.help_groups("Evaluation and devices", ["eval_batch_pairs", "predict_batch_pairs"]),
 )
 REQUIRED = ("task_name", "data_dir")
+# What --help shows (--helpfull: every flag).
+KEY_FLAGS = ("task_name", "data_dir", "train_splits", "model_dir", "max_seq_length", "pooling", "do_train", "do_eval",
+             "do_predict", "train_batch_pairs", "learning_rate", "num_train_epochs", "flow", "flow_loss", "output_dir",
+             "tpu", "num_gpus")
 
 
 def define_flags(flag_values=flags.FLAGS):
@@ -55,6 +59,7 @@ def define_flags(flag_values=flags.FLAGS):
   flags.DEFINE_string("exp_name", None, "The output folder's name under --output_parent_dir.", flag_values=fv)
   for name in REQUIRED:
     fv[name].help = "Required. " + fv[name].help
+  fv["pooling"].help = model_flags.POOLING_HELP  # from the pooling list, as every entry point's
   aliases.define_aliases(ALIASES, fv)
 
 

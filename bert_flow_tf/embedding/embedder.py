@@ -1,5 +1,5 @@
-"""SentenceEmbedder: strings -> per-sentence pooling quantities (tokenizer -> BertEncoder) on any tf.distribute
-strategy.
+"""QuantityEncoder: strings -> per-sentence pooling quantities (tokenizer -> BertEncoder) on any tf.distribute
+strategy; SentenceEmbedder: a QuantityEncoder with a pooling, for the in-graph users (export, siamese pairs).
 
 The input pipeline (`pipeline.py`, tf.data on the host) tokenizes and packs length-bucketed batches; the replica
 function only runs the encoder on int32 ids and reduces its outputs to per-sentence quantities (token means of
@@ -8,7 +8,9 @@ any requested quantity needs, so `emb-avg` runs no transformer block.
 
 `encode_quantities` is the one way sentences run through BERT; sentence vectors come from
 `store.EmbeddingStore.vectors` (root None: in memory), which asks it for what it does not hold yet and combines
-the quantities into the pooling. That is what `SentenceEncoder.encode`, run_flow.py and the benches run.
+the quantities into the pooling. That is what `SentenceEncoder.encode`, run_flow.py and the benches run. The
+pooling is a value beside the quantity encoder (`pooling.Pooling`): the store and Beam hold a QuantityEncoder and
+name the pooling, or only the quantities, on each call.
 
 Legend: B = batch size, S = padded length, H = hidden size, D = embedding width, n = sentences.
 """
@@ -17,6 +19,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_flow_tf.embedding import pipeline
+from bert_flow_tf.embedding import settings
 from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.modeling.bert_encoder import BertEncoder
@@ -24,34 +27,30 @@ from bert_flow_tf.modeling.tokenizer import BertTokenizer
 from bert_flow_tf.utils import distribute
 
 
-class SentenceEmbedder(tf.Module):
-  """Embeds sentences with a loaded BERT and a named pooling.
+class QuantityEncoder(tf.Module):
+  """Runs sentences through a loaded BERT to the per-sentence quantities poolings are made of.
 
   Each sentence is packed alone as `[CLS] pieces [SEP]`, truncated to max_seq_length. An empty or
-  whitespace-only sentence has no pieces: its vector is the pooling of `[CLS] [SEP]`. Encoding runs without
+  whitespace-only sentence has no pieces: its quantities are those of `[CLS] [SEP]`. Encoding runs without
   dropout and is deterministic.
 
   Args:
     model: bert_flow_tf.loaders.LoadedModel.
-    sentence_embedding_type: str, a name from bert_flow_tf.modeling.pooling (original names accepted).
-    max_seq_length: int, tokens per sentence including [CLS] and [SEP] (64 as the original).
+    max_seq_length: int, tokens per sentence including [CLS] and [SEP] (settings.MAX_SEQ_LENGTH, the original's).
     strategy: tf.distribute.Strategy or None (the default strategy: one device).
     static_shapes: bool, every batch [batch_size, one of packing.static_lengths()] (TPU, XLA).
     use_xla: bool, compile the replica function with XLA (implies static_shapes).
-    tokenizer: the BertTokenizer of another embedder of the same model and max_seq_length to share (its vocabulary
+    tokenizer: the BertTokenizer of another encoder of the same model and max_seq_length to share (its vocabulary
       is then not read again), or None to make one.
   """
 
-  def __init__(self, model, sentence_embedding_type="last-avg", max_seq_length=64, strategy=None,
-               static_shapes=False, use_xla=False, tokenizer=None):
+  def __init__(self, model, max_seq_length=settings.MAX_SEQ_LENGTH, strategy=None, static_shapes=False,
+               use_xla=False, tokenizer=None):
     super().__init__()
-    if model.config is not None and max_seq_length > model.config.max_position_embeddings:
-      raise ValueError(f"max_seq_length {max_seq_length} > the model's max_position_embeddings "
-                       f"{model.config.max_position_embeddings}")
+    settings.check_max_seq_length("max_seq_length", max_seq_length,
+                                  model.config.max_position_embeddings if model.config is not None else None)
     self.loaded = model
     self.encoder = model.encoder
-    self.pooling = pooling_lib.resolve(sentence_embedding_type, model.num_layers)
-    self.dim = self.pooling.output_dim(model.hidden_size)
     self.max_seq_length = max_seq_length
     self.strategy = strategy or tf.distribute.get_strategy()
     self.use_xla = bool(use_xla)
@@ -59,11 +58,6 @@ class SentenceEmbedder(tf.Module):
     self.tokenizer = tokenizer or BertTokenizer(model.vocab_file, model.do_lower_case, max_seq_length)
     self._steps = {}
     self._pipelines = {}  # batch_size -> pipeline.InputPipeline
-
-  def embed_inputs(self, inputs, training=False):
-    """Packed inputs (dict of int32 [B, S]) -> float32 [B, D] for this pooling. Dropout runs only when training."""
-    outputs = self.encoder(inputs, training=training)
-    return pooling_lib.pool(self.pooling, outputs, inputs["input_mask"])
 
   def replica_function(self, names):
     """The per-replica function for quantity `names`: a batch dict (pipeline.py) -> (dict name -> float32
@@ -136,3 +130,53 @@ class SentenceEmbedder(tf.Module):
       logging.info("%d of %d sentences are longer than max_seq_length=%d tokens and were truncated",
                    truncated, len(sentences), self.max_seq_length)
     return out
+
+  def count_cut(self, sentences):
+    """How many of `sentences` (list of str) have more word pieces than max_seq_length - 2 (cut when encoded)."""
+    if not sentences:
+      return 0
+    lengths = self.tokenizer.tokenize_list(sentences).row_lengths().numpy()
+    return int(np.sum(lengths > self.max_seq_length - 2))
+
+  def token_outputs(self, sentences, batch_size=64):
+    """The last block's token vectors of each sentence, with its packed inputs, in input order.
+
+    Args:
+      sentences: list of n str.
+      batch_size: int, sentences per batch (each packed to its longest).
+
+    Returns:
+      list of n (dict packing.INPUT_NAMES -> int32 [S_i], float32 [S_i, H]), S_i the sentence's tokens with
+      [CLS] and [SEP].
+    """
+    out = []
+    for start in range(0, len(sentences), batch_size):
+      pieces = self.tokenizer.tokenize(tf.constant(sentences[start:start + batch_size], tf.string))
+      inputs = packing.pack_to_longest(self.tokenizer, pieces)                    # int32 [B, S]
+      tokens = self.encoder(inputs, training=False)["encoder_outputs"][-1]       # [B, S, H]
+      lengths = tf.reduce_sum(inputs["input_mask"], axis=1).numpy()
+      for i, length in enumerate(lengths):
+        out.append(({name: inputs[name][i, :length] for name in packing.INPUT_NAMES},
+                    tf.cast(tokens[i, :length], tf.float32)))
+    return out
+
+
+class SentenceEmbedder(QuantityEncoder):
+  """A QuantityEncoder with a named pooling, for the code that pools inside a graph (`embed_inputs`): the
+  servable export and the siamese pair sources.
+
+  Args:
+    model, max_seq_length, strategy, static_shapes, use_xla, tokenizer: as QuantityEncoder.
+    sentence_embedding_type: str, a name from bert_flow_tf.modeling.pooling (original names accepted).
+  """
+
+  def __init__(self, model, sentence_embedding_type=settings.POOLING, max_seq_length=settings.MAX_SEQ_LENGTH,
+               strategy=None, static_shapes=False, use_xla=False, tokenizer=None):
+    super().__init__(model, max_seq_length, strategy, static_shapes, use_xla, tokenizer)
+    self.pooling = pooling_lib.resolve(sentence_embedding_type, model.num_layers)
+    self.dim = self.pooling.output_dim(model.hidden_size)
+
+  def embed_inputs(self, inputs, training=False):
+    """Packed inputs (dict of int32 [B, S]) -> float32 [B, D] for this pooling. Dropout runs only when training."""
+    outputs = self.encoder(inputs, training=training)
+    return pooling_lib.pool(self.pooling, outputs, inputs["input_mask"])

@@ -27,8 +27,10 @@ import zipfile
 from absl import logging
 import numpy as np
 
+from bert_flow_tf.embedding import settings
 from bert_flow_tf.embedding import store_files
 from bert_flow_tf.modeling import pooling as pooling_lib
+from bert_flow_tf.utils import checks
 from bert_flow_tf.utils.progress import Progress
 
 
@@ -83,19 +85,20 @@ class _Shards:
 
 
 class EmbeddingStore:
-  """Per-sentence quantities of one model and max_seq_length, encoded through a SentenceEmbedder on a miss.
+  """Per-sentence quantities of one model and max_seq_length, encoded through a QuantityEncoder on a miss.
 
   Args:
-    embedder: bert_flow_tf.embedding.embedder.SentenceEmbedder (its model, tokenizer, strategy and length).
+    embedder: bert_flow_tf.embedding.embedder.QuantityEncoder (its model, tokenizer, strategy and length).
     root: str or None. The store's folder (see the module notes); None keeps everything in memory.
     batch_size: int, sentences per encoding batch.
     shard_size: int, newly encoded sentences per shard (and per resumable unit of work).
   """
 
-  def __init__(self, embedder, root=None, batch_size=64, shard_size=store_files.DEFAULT_SHARD_SIZE):
+  def __init__(self, embedder, root=None, batch_size=settings.BATCH_SENTENCES,
+               shard_size=store_files.DEFAULT_SHARD_SIZE):
     self.embedder = embedder
-    self.batch_size = batch_size
-    self.shard_size = shard_size
+    self.batch_size = settings.check_batch_sentences("batch_size", batch_size)
+    self.shard_size = checks.positive_int("shard_size", shard_size)
     self.width = embedder.loaded.hidden_size
     self.folder = None
     if root:
@@ -108,13 +111,13 @@ class EmbeddingStore:
       self._shards[name] = _Shards(self.folder, name, self.width)
     return self._shards[name]
 
-  def get(self, sentences, names, show_progress=True):
+  def get(self, sentences, names, show_progress=None):
     """The quantities `names` of each sentence, in input order; encodes only what is not stored yet.
 
     Args:
       sentences: list of str (duplicates welcome: each distinct sentence is looked up and encoded once).
       names: iterable of quantity names (`pooling.quantities`).
-      show_progress: bool, a progress line while encoding.
+      show_progress: True, False or None (auto), the progress line while encoding (utils.progress).
 
     Returns:
       dict name -> np.float32 [n, H].
@@ -122,7 +125,7 @@ class EmbeddingStore:
     names, unique, inverse = self._stored(sentences, names, show_progress)
     return {name: self._quantity(name).get(unique)[inverse.reshape(-1)] for name in names}
 
-  def ensure(self, sentences, names, show_progress=True):
+  def ensure(self, sentences, names, show_progress=None):
     """Makes sure the quantities `names` of each sentence are stored, as `get` but returning nothing: with a
     folder, memory holds the keys and one shard being encoded, not the vectors."""
     self._stored(sentences, names, show_progress)
@@ -141,7 +144,7 @@ class EmbeddingStore:
 
   def _encode(self, sentences, keys, names, show_progress):
     logging.info("encoding %d new sentences (%s)", len(sentences), ", ".join(names))
-    progress = Progress("encoding", len(sentences)) if show_progress else None
+    progress = Progress("encoding", len(sentences), show=show_progress)
     for start in range(0, len(sentences), self.shard_size):
       self._encode_shard(sentences[start:start + self.shard_size], keys[start:start + self.shard_size], names,
                          progress)
@@ -153,6 +156,6 @@ class EmbeddingStore:
       self._quantity(name).add(keys, values[name])
     self.encoded += len(sentences)
 
-  def vectors(self, sentences, pooling, show_progress=True):
+  def vectors(self, sentences, pooling, show_progress=None):
     """Sentence vectors for a Pooling: np.float32 [n, D], derived from the stored quantities."""
     return pooling_lib.combine(pooling, self.get(sentences, pooling_lib.quantities(pooling), show_progress))

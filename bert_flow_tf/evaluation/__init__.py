@@ -8,3 +8,5 @@
 The cosine itself is bert_flow_tf/search.py's; the result schema and the files written from it are
 bert_flow_tf/reporting/.
 """
+# The modules users import by name (the others serve them); importing the package loads none of them.
+__all__ = ["isotropy", "lexical", "metrics", "sts"]

@@ -6,17 +6,23 @@
   tf1_flow.py         the Glow of an original BERT-flow checkpoint (`bert/flow/...`) -> glow.Glow
   safetensors.py      HF-format directories with model.safetensors (read and write)
   tfhub.py            TF-Hub encoder SavedModels (read and write)
-  presets.py          named models shipped in installed packages (all-minilm-l6-v2) -> their directories
+  presets.py          named models shipped in installed packages (all-minilm-l6-v2, its Hub id) -> their directories
+  st_folder.py        a sentence-transformers folder (modules.json): its BERT's folder, pooling, length, settings
 """
 import os
 
 from bert_flow_tf.loaders import presets
 from bert_flow_tf.loaders import safetensors
+from bert_flow_tf.loaders import st_folder
 from bert_flow_tf.loaders import tf1_checkpoint
 from bert_flow_tf.loaders import tfhub
 from bert_flow_tf.loaders.loaded_model import LoadedModel
 from bert_flow_tf.modeling import tokenizer
 from bert_flow_tf.utils import errors
+
+# The loaders and the format modules (each also writes its format); names is the table they share.
+__all__ = ["LoadedModel", "check_vocab_size", "detect_format", "load_model", "load_tf1_files", "presets",
+           "safetensors", "tf1_checkpoint", "tf1_flow", "tfhub"]
 
 
 def _require(path):
@@ -56,7 +62,8 @@ def load_model(model_dir, do_lower_case=None, vocab_file=None, init_checkpoint=N
   three TF1 files.
 
   Args:
-    model_dir: str or None. Directory or preset name; None with `bert_config_file`.
+    model_dir: str or None. Directory (a sentence-transformers folder: its Transformer module's) or preset name
+      or Hub id; None with `bert_config_file`.
     do_lower_case: bool or None. None reads it from the model files where they say, else True.
     vocab_file: str or None. Overrides `<model_dir>/vocab.txt` (TF-Hub encoders keep theirs in assets/);
       required with `bert_config_file`.
@@ -75,6 +82,8 @@ def load_model(model_dir, do_lower_case=None, vocab_file=None, init_checkpoint=N
                           True if do_lower_case is None else do_lower_case)
   source = model_dir
   model_dir = presets.model_dir(model_dir)
+  if st_folder.is_st_folder(model_dir):
+    model_dir = st_folder.read(model_dir).model_dir
   fmt = detect_format(model_dir)
   if fmt == "tf1":
     encoder, config = tf1_checkpoint.load_tf1_encoder(

@@ -7,3 +7,5 @@
   tokenizer.py     tensorflow-text WordPiece: strings -> word pieces -> the three int32 inputs
   packing.py       the input names; a batch of word pieces packed to its longest sentence (or a static length)
 """
+# The modules users import by name (the others serve them); importing the package loads none of them.
+__all__ = ["bert_encoder", "config", "pooling", "tokenizer"]

@@ -38,7 +38,7 @@ REQUIRED_TOKENS = (CLS_TOKEN, SEP_TOKEN, PAD_TOKEN, UNK_TOKEN)
 MAX_BYTES_PER_WORD = 100
 
 # Characters the HF normalizer removes: Cc except \t \n \r, Cf, Co, and U+FFFD. (It keeps unassigned code points,
-# U+0378 and U+FFFF among them, as we do; tests/tokenizer_hard_cases_test.py.)
+# U+0378 and U+FFFF among them, as we do; tests/modeling/tokenizer_hard_cases_test.py.)
 _CONTROL_CHARS = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\p{Cf}\p{Co}\x{fffd}]"
 # Rust's `char::is_whitespace` (the Unicode White_Space property) minus what `_CONTROL_CHARS` already removed.
 _WHITESPACE_CHARS = r"[\t\n\r\p{Zs}\x{2028}\x{2029}]"

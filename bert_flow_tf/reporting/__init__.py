@@ -5,3 +5,5 @@
   markdown.py   the markdown tables and the results.md page
   files.py      the files of an output folder: results.json, isotropy.json, timings.json, results.md
 """
+# The modules users import by name (the others serve them); importing the package loads none of them.
+__all__ = ["files", "markdown", "record", "scores"]

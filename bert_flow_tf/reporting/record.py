@@ -19,6 +19,10 @@ class ExperimentRecord:
       empty when not asked.
     analysis_markdown: str, the analysis section of results.md (analysis/report.py); empty when not asked.
     timings: dict stage -> wall seconds.
+    spaces: dict dataset -> (sentences: list of 2N str, {space name: float32 [2N, D]}), the evaluated vectors the
+      analysis draws (isotropy plots, projector); empty without the analysis.
+    lexical_pairs: data.PairSet, the STS-B dev pairs of Table 6, or None; lexical_similarities: dict similarity
+      name -> float [N] on them ("gold", "none", each calibrated space; Figure 2); empty when not asked.
   """
   model: str
   sentence_embedding_type: str
@@ -32,3 +36,6 @@ class ExperimentRecord:
   edit_distance_rhos: dict
   analysis_markdown: str
   timings: dict
+  spaces: dict = dataclasses.field(default_factory=dict)
+  lexical_pairs: object = None
+  lexical_similarities: dict = dataclasses.field(default_factory=dict)

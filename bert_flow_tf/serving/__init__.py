@@ -6,3 +6,5 @@
   session_loader  loads a SavedModel as the model server does (TF1 session, `serve` tag, signature tensor names);
                   imports only TensorFlow, so it also runs in another TF version's venv
 """
+# The modules users import by name (the others serve them); importing the package loads none of them.
+__all__ = ["export", "op_audit", "session_loader", "warmup"]

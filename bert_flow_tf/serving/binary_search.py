@@ -8,7 +8,8 @@ A query batch is embedded as by the text model and cut to the corpus's width D' 
 dimensions). Each query's sign bits are packed into 64-bit words in the graph; its Hamming distance to every corpus
 vector is the popcount (tf.raw_ops.PopulationCount) of their tf.bitwise.bitwise_xor, summed over the W words; the
 `candidates` nearest (tf.math.top_k of the negated distance: equal distances, the lower index first) are rescored
-by the cosine of the query and their int8 codes read back to the middle of their buckets, and the k best returned
+by the cosine of the query and their int8 codes read back to the middle of their buckets
+(`quantized_search.dequantize`), and the k best returned
 (equal scores: the Hamming-nearer first). This is `quantized_search.search_codes`, which the tests hold it to.
 The queries are searched one after another (tf.map_fn) so the memory of a batch stays that of a few queries
 (a query's xor is W x M int64: 48 MB at D' = 384, M = 1M).
@@ -86,11 +87,14 @@ class GraphQuantizer(tf.Module):
     out = {}
     for precision in self.precisions:
       if precision in ("int8", "uint8"):
-        buckets = tf.where(self.step > 0, (x - self.lo) / self.step, tf.zeros_like(x))
-        buckets = tf.cast(tf.clip_by_value(tf.math.floor(buckets), 0., 255.), tf.int32)  # [B, D]
-      else:
-        buckets = tf.cast(_pack_bits(x, 8), tf.int32)                                  # [B, ceil(D / 8)]
-      signed = precision in ("int8", "binary")
+        buckets = tf.where(self.step > 0, (x - self.lo) / self.step, tf.zeros_like(x))  # [B, D]
+        # Cut toward zero (a float -> int cast), after the shift for int8, as quantization.quantize_embeddings.
+        shift, low, high = (128., -128., 127.) if precision == "int8" else (0., 0., 255.)
+        codes = tf.cast(tf.clip_by_value(buckets - shift, low, high), tf.int32)
+        out[f"embeddings_{precision}"] = tf.cast(codes, tf.int8 if precision == "int8" else tf.uint8)
+        continue
+      buckets = tf.cast(_pack_bits(x, 8), tf.int32)                                    # [B, ceil(D / 8)]
+      signed = precision == "binary"
       out[f"embeddings_{precision}"] = tf.cast(buckets - 128, tf.int8) if signed else tf.cast(buckets, tf.uint8)
     return out
 
@@ -128,7 +132,8 @@ class BinaryIndex(tf.Module):
 
     cand = tf.map_fn(nearest, query_words, fn_output_signature=tf.TensorSpec([None], tf.int32),
                      parallel_iterations=_QUERY_PARALLELISM)                          # [B, C]
-    vectors = self.lo + (tf.cast(tf.gather(self.codes, cand), tf.float32) + 128.5) * self.step  # [B, C, D']
+    codes = tf.cast(tf.gather(self.codes, cand), tf.float32)                          # [B, C, D']
+    vectors = self.lo + (codes + 128. + 0.5 * tf.sign(codes)) * self.step             # bucket middles
     vectors = vectors / tf.maximum(tf.norm(vectors, axis=-1, keepdims=True), 1e-12)
     q = q / tf.maximum(tf.norm(q, axis=-1, keepdims=True), 1e-12)
     scores = tf.einsum("bd,bcd->bc", q, vectors)                                      # [B, C]
@@ -193,6 +198,24 @@ def export_binary_search(embedder, flow, blocks, rows, ranges, export_dir, versi
   return path
 
 
+def export_encoder(encoder, flow, export_dir, version, overwrite, corpus, search, truncate_dim, precisions):
+  """SentenceEncoder.export's text and ids models (with one quantized output per precision) and, for
+  search="binary" with a corpus, binary_search/<version> (`export_encoder_corpus`); search/<version> is the
+  encoder's. Returns the dict of paths written."""
+  if search not in quantized_search.SEARCH_PRECISIONS:
+    raise ValueError(f"search precision {search!r} is not supported; use one of "
+                     f"{', '.join(quantized_search.SEARCH_PRECISIONS)}")
+  quantizer = None
+  if precisions:
+    quantizer = GraphQuantizer(precisions, None if encoder.calibration is None else encoder.calibration.int8_ranges,
+                               encoder.dim)
+  paths = export_lib.export_models(encoder.embedder, flow, export_dir, version=version, overwrite=overwrite,
+                                   quantizer=quantizer)
+  if corpus is not None and search == "binary":
+    paths[KIND] = export_encoder_corpus(encoder, flow, list(corpus), export_dir, truncate_dim, version, overwrite)
+  return paths
+
+
 def export_encoder_corpus(encoder, flow, corpus, export_dir, truncate_dim=None, version=1, overwrite=False):
   """`export_binary_search` for a SentenceEncoder: its corpus encoded BLOCK_ROWS sentences at a time (read from its
   store when it has a cache_dir), calibrated, cut to the first `truncate_dim` dimensions.
@@ -217,7 +240,7 @@ def export_encoder_corpus(encoder, flow, corpus, export_dir, truncate_dim=None, 
   def blocks():
     for start in range(0, len(corpus), BLOCK_ROWS):
       block = corpus[start:start + BLOCK_ROWS]
-      yield block, encoder.encode(block, show_progress_bar=False)[:, :dim]
+      yield block, encoder._embed(block, show_progress_bar=False)[:, :dim]  # pylint: disable=protected-access
 
   ranges = None if encoder.calibration is None else encoder.calibration.int8_ranges
   ranges = int8_ranges.fit_ranges(v for _, v in blocks()) if ranges is None else ranges[:, :dim]

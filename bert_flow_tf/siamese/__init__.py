@@ -14,3 +14,5 @@ from bert_flow_tf.siamese.model import supervised_loss
 from bert_flow_tf.siamese.runner import export_encoder
 from bert_flow_tf.siamese.runner import run
 from bert_flow_tf.siamese.trainer import Trainer
+
+__all__ = ["SiameseConfig", "SiameseModel", "Trainer", "export_encoder", "run", "supervised_loss"]

@@ -3,7 +3,22 @@ import dataclasses
 
 import glow
 from bert_flow_tf.data import tasks
+from bert_flow_tf.embedding import settings
+from bert_flow_tf.modeling import pooling
 from bert_flow_tf.siamese import data as siamese_data
+from bert_flow_tf.utils import checks
+
+
+def _checked(check, default):
+  return dataclasses.field(default=default, metadata=checks.checked(check))
+
+
+def _fraction(name, value):
+  """A check: a number in [0, 1]."""
+  checks.non_negative_number(name, value)
+  if value > 1:
+    checks.refuse(name, "a number in [0, 1]", value)
+  return value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,32 +82,32 @@ class SiameseConfig:
   init_checkpoint: str = None
   do_lower_case: bool = None
   train_splits: tuple = ("train",)
-  sentence_embedding_type: str = "last-avg"
-  max_seq_length: int = 64
+  sentence_embedding_type: str = _checked(lambda _, name: pooling.check_name(name), settings.POOLING)
+  max_seq_length: int = _checked(settings.check_max_seq_length, settings.MAX_SEQ_LENGTH)
   do_train: bool = True
   do_eval: bool = False
   do_predict: bool = False
   predict_pool: bool = False
-  train_batch_size: int = 16
-  eval_batch_size: int = 64
-  predict_batch_size: int = 64
-  learning_rate: float = 2e-5
-  num_train_epochs: float = 1.0
-  warmup_proportion: float = 0.1
-  seed: int = 1234
-  save_checkpoints_steps: int = 1000
-  keep_checkpoint_max: int = 3
-  log_every_step: int = 10
+  train_batch_size: int = _checked(checks.positive_int, 16)
+  eval_batch_size: int = _checked(checks.positive_int, 64)
+  predict_batch_size: int = _checked(checks.positive_int, 64)
+  learning_rate: float = _checked(checks.positive_number, 2e-5)
+  num_train_epochs: float = _checked(checks.positive_number, 1.0)
+  warmup_proportion: float = _checked(_fraction, 0.1)
+  seed: int = _checked(checks.non_negative_int, 1234)
+  save_checkpoints_steps: int = _checked(checks.positive_int, 1000)
+  keep_checkpoint_max: int = _checked(checks.positive_int, 3)
+  log_every_step: int = _checked(checks.positive_int, 10)
   flow: bool = False
   flow_loss: bool = False
-  flow_learning_rate: float = 1e-3
+  flow_learning_rate: float = _checked(checks.positive_number, 1e-3)
   flow_model_config: str = glow.DEFAULT_CONFIG
-  num_examples: int = -1
-  dupe_factor: int = 1
-  l2_penalty: float = 0.0
-  low_dim: int = 0
+  num_examples: int = _checked(checks.int_at_least(-1), -1)
+  dupe_factor: int = _checked(checks.positive_int, 1)
+  l2_penalty: float = _checked(checks.non_negative_number, 0.0)
+  low_dim: int = _checked(checks.non_negative_int, 0)
   tpu: str = None
-  num_gpus: int = 0
+  num_gpus: int = _checked(checks.non_negative_int, 0)
   use_mixed_precision: bool = False
   use_xla: bool = False
   static_shapes: bool = False
@@ -111,18 +126,7 @@ class SiameseConfig:
       raise ValueError(f"train_splits {self.train_splits!r}: each must be one of {siamese_data.SPLITS}")
     if not (self.do_train or self.do_eval or self.do_predict):
       raise ValueError("nothing to do: set at least one of do_train, do_eval, do_predict")
-    for name in ("train_batch_size", "eval_batch_size", "predict_batch_size", "max_seq_length",
-                 "save_checkpoints_steps", "keep_checkpoint_max", "log_every_step", "dupe_factor"):
-      if getattr(self, name) < 1:
-        raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-    if self.max_seq_length < 3:
-      raise ValueError(f"max_seq_length must be >= 3 ([CLS], a piece, [SEP]), got {self.max_seq_length}")
-    if not 0.0 <= self.warmup_proportion <= 1.0:
-      raise ValueError(f"warmup_proportion must be in [0, 1], got {self.warmup_proportion}")
-    if self.num_train_epochs <= 0:
-      raise ValueError(f"num_train_epochs must be > 0, got {self.num_train_epochs}")
-    if self.num_examples < -1:
-      raise ValueError(f"num_examples must be -1 (all), 0 (none) or a count, got {self.num_examples}")
+    checks.check_fields(self)  # each field's range (its metadata; its flag checks the same while parsed)
     if self.flow_loss and not self.flow:
       raise ValueError("flow_loss needs flow")
     if self.predict_pool and not self.do_predict:

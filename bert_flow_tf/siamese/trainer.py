@@ -64,7 +64,7 @@ class Trainer:
       self.optimizer = distribute.wrap_optimizer(optimizer, self.policy)
       self.flow_optimizer = None
       if config.flow_loss:
-        self.flow_optimizer = glow.AdamWeightDecay(config.flow_learning_rate, weight_decay_rate=0.01)
+        self.flow_optimizer = glow.AdamWeightDecay(config.flow_learning_rate)  # the original's decay
         self.flow_optimizer.build(self.model.flow.trainable_variables)
       self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
     self.tokenizer = BertTokenizer(self.loaded.vocab_file, self.loaded.do_lower_case, config.max_seq_length)

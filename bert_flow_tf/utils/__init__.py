@@ -1,9 +1,12 @@
 """Small helpers shared by the library and the entry points.
 
   io_utils.py     strict UTF-8 reads with file:line, atomic writes
+  checks.py       range checks of settings, one sentence each (the API's ValueError, the flags' parse errors)
   progress.py     progress lines on stderr
   logs.py         quiet TensorFlow start-up logs
   distribute.py   tf.distribute strategy and mixed-precision policy
   tf_data.py      the tf.data options every dataset runs with (autotuning off)
   timer.py        wall seconds per named stage (timings.json)
 """
+# The modules users import by name (the others serve them); importing the package loads none of them.
+__all__ = ["errors"]

@@ -1,5 +1,4 @@
 """Figure 2 and the isotropy plots: each is a valid PNG of the expected size; the numbers they show are exact."""
-import struct
 import subprocess
 import sys
 
@@ -8,16 +7,8 @@ import pytest
 import scipy.stats
 
 from bert_flow_tf.analysis import plots
-
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def png_size(path):
-  """(width, height) from a PNG's IHDR chunk; fails on anything that is not a PNG."""
-  data = path.read_bytes()
-  assert data[:8] == PNG_SIGNATURE and data[12:16] == b"IHDR", f"{path} is not a PNG"
-  return struct.unpack(">II", data[16:24])
-
+from tests.analysis.references import png_size
+from tests.analysis.references import word_levenshtein
 
 PAIRS = [("a man plays the guitar .", "a man plays a guitar ."), ("the dog runs", "a cat sleeps on the mat now"),
          ("a b c d e f g h", "i j k l m n o p"), ("one", "one"), ("x y", "x y z w v u t")] * 8
@@ -63,16 +54,6 @@ def _rgb(path):
   """float [H, W, 3] in [0, 1] of a PNG."""
   import matplotlib.image  # pylint: disable=g-import-not-at-top
   return matplotlib.image.imread(str(path))[..., :3]
-
-
-def word_levenshtein(x, y):
-  """Insertions, deletions and substitutions of words turning x into y (the textbook DP, one row at a time)."""
-  row = list(range(len(y) + 1))
-  for i, word in enumerate(x, start=1):
-    previous, row[0] = row[:], i
-    for j, other in enumerate(y, start=1):
-      row[j] = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (word != other))
-  return row[-1]
 
 
 def test_spectrum_shares():

@@ -6,9 +6,10 @@ import pytest
 import scipy.stats
 
 from bert_flow_tf.analysis import report
-from bert_flow_tf.experiment import ExperimentSpec, run_experiments
-from tests.analysis.plots_test import png_size
-from tests.analysis.plots_test import word_levenshtein
+from bert_flow_tf.experiment import run_experiments
+from bert_flow_tf.experiment_spec import ExperimentSpec
+from tests.analysis.references import png_size
+from tests.analysis.references import word_levenshtein
 from tests.embedding.tiny_model import tiny_model
 
 WORDS = ["a", "man", "dog", "runs", "plays", "the", "guitar", "."]
@@ -50,7 +51,7 @@ def test_an_experiment_with_the_analysis_writes_every_file(tmp_path):
   assert table6 < results.index(f"]({report.FIGURE2_FILE})") < results.index("](isotropy_sts-b.png)")
   assert f"| sn (target) | {rhos['sn (target)']:.2f} |" in results
   assert "| Mean l2-norm |" in results and "## TensorBoard projector" in results
-  dev = experiment.lexical_pairs
+  dev = run.record.lexical_pairs
   # Table 6's "none" row from scratch: cosine of the stored vectors against a word-level Levenshtein distance.
   a, b = np.split(experiment.store.vectors([*dev.sentences_a, *dev.sentences_b], experiment.embedder.pooling), 2)
   cosine = np.sum(a * b, 1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)

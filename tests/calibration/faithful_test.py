@@ -1,7 +1,6 @@
 """The faithful flow fit (BERT with dropout every step) under a tf.distribute strategy: same fit as one device."""
 import dataclasses
 import itertools
-import json
 
 import numpy as np
 import pytest
@@ -15,7 +14,7 @@ from bert_flow_tf.calibration import flow_fitting
 from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.modeling.bert_encoder import BertEncoder
-from bert_flow_tf.modeling.config import BertConfig
+from tests import tiny
 from tests.embedding.tiny_model import SENTENCES, VOCAB
 
 pytestmark = pytest.mark.distributed
@@ -34,18 +33,14 @@ def folder(tmp_path_factory):
 
 @pytest.fixture
 def fit_config(tmp_path):
-  path = tmp_path / "tiny_glow.json"
-  path.write_text(json.dumps({"coupling": "additive", "coupling_width": 8, "n_levels": 2, "depth": 2,
-                              "permutation": True}))
-  return flow_fitting.FlowFitConfig(flow_model_config=str(path), learning_rate=1e-2, num_train_epochs=2.0,
+  path = tiny.write_glow_config(tmp_path / "tiny_glow.json", tiny.GLOW_DEEP)
+  return flow_fitting.FlowFitConfig(flow_model_config=path, learning_rate=1e-2, num_train_epochs=2.0,
                                 batch_size=7, save_checkpoints_steps=2, log_every_steps=2)
 
 
 def _embedder(folder, strategy=None, dropout=0.0, max_seq_length=MAX_SEQ_LENGTH, **kwargs):
   """A seeded tiny random BERT (H=16, L=2) with the given dropout, its variables made under `strategy`."""
-  config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                      intermediate_size=24, max_position_embeddings=64, type_vocab_size=2,
-                      hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+  config = tiny.bert_config(len(VOCAB), hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
   keras.utils.set_random_seed(0)
   reference = BertEncoder(config).build_variables().get_weights()
   with (strategy or tf.distribute.get_strategy()).scope():

@@ -1,6 +1,5 @@
 """Flow fitting on pairs: batch order, resume after a crash, NaN stop, saved flows."""
 import dataclasses
-import json
 
 import numpy as np
 import pytest
@@ -11,6 +10,7 @@ from bert_flow_tf.calibration import fitted_flow
 from bert_flow_tf.calibration import flow_fitting
 from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.data import order as order_lib
+from tests import tiny
 
 
 PROVENANCE = {"model": "m", "sentence_embedding_type": "last-avg", "max_seq_length": 64}
@@ -18,10 +18,8 @@ PROVENANCE = {"model": "m", "sentence_embedding_type": "last-avg", "max_seq_leng
 
 @pytest.fixture(scope="module")
 def tiny_config(tmp_path_factory):
-  path = tmp_path_factory.mktemp("config") / "tiny.json"
-  path.write_text(json.dumps({"coupling": "additive", "coupling_width": 8, "n_levels": 2, "depth": 2,
-                              "permutation": True}))
-  return flow_fitting.FlowFitConfig(flow_model_config=str(path), learning_rate=1e-2, num_train_epochs=1.0,
+  path = tiny.write_glow_config(tmp_path_factory.mktemp("config") / "tiny.json", tiny.GLOW_DEEP)
+  return flow_fitting.FlowFitConfig(flow_model_config=path, learning_rate=1e-2, num_train_epochs=1.0,
                                 batch_size=8, save_checkpoints_steps=3, log_every_steps=2)
 
 
@@ -130,22 +128,44 @@ def test_fitted_flow_check_names_what_differs(tiny_config, full_fit):
     fitted_flow.check(flow_dir, fit=dataclasses.replace(tiny_config, learning_rate=0.5))
 
 
-def test_fits_reuse_one_traced_step_and_equal_fresh_fits(tmp_path, tiny_config):
-  fits = [(_pairs(seed=1), dataclasses.replace(tiny_config, seed=7)),
-          (_pairs(n=120, seed=2), dataclasses.replace(tiny_config, seed=8, learning_rate=3e-3))]
-  reusable = flow_fitting._REUSABLE_STEPS  # pylint: disable=protected-access
-  fresh = []
-  for i, (pairs, config) in enumerate(fits):
-    reusable.clear()                                            # a new Glow, optimizer and trace: as every fit was
-    fresh.append(flow_fitting.fit_flow(pairs, config, str(tmp_path / f"fresh{i}")))
-  reusable.clear()
-  reused = [flow_fitting.fit_flow(pairs, config, str(tmp_path / f"reused{i}"))
+def test_fits_of_other_settings_in_one_process_equal_fits_with_new_objects(tmp_path, tiny_config):
+  """Four fits through one TracedSteps: learning rate, seed, epochs, weight decay and init change from fit to fit;
+  each equals, bit for bit, the fit with a new Glow, optimizer and trace (traced_steps=None)."""
+  first = dataclasses.replace(tiny_config, seed=7)
+  fits = [(_pairs(seed=1), first),
+          (_pairs(n=120, seed=2), dataclasses.replace(first, seed=8, learning_rate=3e-3, num_train_epochs=2.0)),
+          (_pairs(seed=3), dataclasses.replace(first, weight_decay_rate=0.0, init="ddi")),
+          (_pairs(seed=4), dataclasses.replace(first, seed=9, learning_rate=2e-2))]  # the first fit's trace again
+  fresh = [flow_fitting.fit_flow(pairs, config, str(tmp_path / f"fresh{i}"), traced_steps=None)
+           for i, (pairs, config) in enumerate(fits)]
+  traced = flow_fitting.TracedSteps()
+  reused = [flow_fitting.fit_flow(pairs, config, str(tmp_path / f"reused{i}"), traced_steps=traced)
             for i, (pairs, config) in enumerate(fits)]
-  (state,) = reusable.values()
-  assert state.tracing_count() == 1                           # the second fit ran the first one's trace
-  for (flow_want, want), (flow_got, got) in zip(fresh, reused):
-    assert [got[k] for k in ("first_loss", "last_loss", "mean_loss_last_10pct")] == [
-        want[k] for k in ("first_loss", "last_loss", "mean_loss_last_10pct")]
-    for a, b in zip(flow_want.variables, flow_got.variables):  # the first fit's flow is untouched by the second
-      np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.name)
-  assert fresh[0][1]["last_loss"] != fresh[1][1]["last_loss"]
+  assert [s.tracing_count() for s in traced.steps()] == [1, 1]  # fits 1, 2 and 4 ran one trace, 3 another
+  for i, ((flow_want, want), (flow_got, got)) in enumerate(zip(fresh, reused)):
+    assert [got[k] for k in ("num_steps", "first_loss", "last_loss", "mean_loss_last_10pct")] == [
+        want[k] for k in ("num_steps", "first_loss", "last_loss", "mean_loss_last_10pct")], i
+    for a, b in zip(flow_want.variables, flow_got.variables):  # an earlier fit's flow is untouched by later ones
+      np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=f"fit {i}: {a.name}")
+  assert len({summary["last_loss"] for _, summary in fresh}) == len(fits)
+
+
+def test_a_traced_step_refuses_a_fit_it_cannot_reproduce():
+  config = glow.GlowConfig.load("config_l2_d2_w32")
+  step = glow.ReusableTrainStep(config, 16, "original", glow.AdamWeightDecay(weight_decay_rate=0.01))
+  with pytest.raises(ValueError, match=r"optimizer.weight_decay_rate=0.0 \(the trace has 0.01\)"):
+    step.reset(glow.Glow(config, 16), glow.AdamWeightDecay(weight_decay_rate=0.0))
+  with pytest.raises(ValueError, match=r"glow.init='ddi' \(the trace has 'original'\)"):
+    step.reset(glow.Glow(config, 16, init="ddi"), glow.AdamWeightDecay())
+  with pytest.raises(ValueError, match=r"optimizer.beta_2=0.98 \(the trace has 0.999\)"):
+    step.reset(glow.Glow(config, 16), glow.AdamWeightDecay(beta_2=0.98))
+  built, used = glow.Glow(config, 16), glow.AdamWeightDecay()
+  used.build(built.trainable_variables)
+  with pytest.raises(ValueError, match="the optimizer is built"):
+    step.reset(built, used)
+  dropout = dataclasses.replace(config, coupling_dropout=0.1)
+  step = glow.ReusableTrainStep(dropout, 16, "original", glow.AdamWeightDecay())
+  step.reset(glow.Glow(dropout, 16), glow.AdamWeightDecay())
+  step(tf.zeros([2, 16]), tf.zeros([2, 16]))
+  with pytest.raises(ValueError, match="coupling_dropout=0.1"):
+    step.reset(glow.Glow(dropout, 16), glow.AdamWeightDecay())

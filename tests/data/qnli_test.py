@@ -24,7 +24,7 @@ def test_qnli_short_rows_skipped_bad_label_raises(tmp_path):
 
 
 def test_qnli_task_reads_train_and_unlabelled_test_when_present(tmp_path):
-  from bert_flow_tf import experiment
+  from bert_flow_tf import experiment_spec
   from bert_flow_tf.data import tasks
   folder = tmp_path / "QNLI"
   folder.mkdir()
@@ -36,7 +36,7 @@ def test_qnli_task_reads_train_and_unlabelled_test_when_present(tmp_path):
   task = tasks.load_task("qnli", str(tmp_path))
   assert [len(s) for s in task.train + task.dev + task.test] == [2, 1, 1]
   assert task.test[0].sentences_b == ("St.",) and list(task.test[0].labels) == [0]
-  fit = experiment.target_pairsets(task, use_full_for_training=True, one_pass_full=False)
+  fit = experiment_spec.target_pairsets(task, use_full_for_training=True, one_pass_full=False)
   assert [s.name for s in fit] == ["QNLI/train", "QNLI/dev", "QNLI/test"]
   (folder / "test.tsv").write_text("index\tquestion\tsentence\n0\tQt?\tSt.\tentailment\n")
   with pytest.raises(ValueError, match="test.tsv:2: 4 tab-separated fields, expected 3"):

@@ -1,9 +1,36 @@
-"""Sentence vectors straight from the engine, without the store: the reference the product's path must match."""
-from bert_flow_tf.modeling import pooling as pooling_lib
+"""Sentence vectors the long way: the reference the product's path (batches, store) must match.
+
+Each sentence goes through the BERT alone, unpadded (no batching, bucketing, strategy, quantities or store), and is
+pooled in numpy (float64) from the layer outputs as bert_flow_tf/modeling/pooling.py documents the names. It shares
+only the tokenizer, the BERT and the name -> layers table (`pooling.resolve`, tested on its own) with the product.
+"""
+import numpy as np
+
+
+def _pooled(pooling, outputs):
+  """One sentence's vector: outputs of the BERT on [1, S] unpadded inputs -> float64 [D]."""
+  if pooling.mode == "cls-pooler":
+    return np.asarray(outputs["pooled_output"], np.float64)[0]
+  layers = [outputs["embedding_output"], *outputs["encoder_outputs"]]  # layer l: [1, S, H]
+  if pooling.mode == "cls-token":
+    return np.asarray(layers[pooling.layers[0]], np.float64)[0, 0]
+  means = [np.asarray(layers[layer], np.float64)[0].mean(axis=0) for layer in pooling.layers]  # each [H]
+  return np.concatenate(means) if pooling.mode == "concat" else np.mean(means, axis=0)
 
 
 def engine_vectors(embedder, sentences, batch_size=64):
-  """`embedder.encode_quantities` combined into its pooling: np.float32 [n, D], every sentence encoded (no
-  lookups, duplicates encoded again)."""
-  names = pooling_lib.quantities(embedder.pooling)
-  return pooling_lib.combine(embedder.pooling, embedder.encode_quantities(list(sentences), names, batch_size))
+  """Float32 [n, D], each of `sentences` encoded alone by `embedder`'s BERT and pooled with its pooling.
+
+  Args:
+    embedder: SentenceEmbedder (its tokenizer, encoder and pooling are used).
+    sentences: iterable of str.
+    batch_size: unused; the signature of a batched reference.
+  """
+  del batch_size
+  out = []
+  for sentence in sentences:
+    pieces = embedder.tokenizer.tokenize([sentence])             # ragged [1, (pieces)], no special tokens
+    length = min(int(pieces.row_lengths()[0]) + 2, embedder.max_seq_length)  # [CLS] pieces [SEP], truncated
+    inputs = embedder.tokenizer.pack(pieces, length)
+    out.append(_pooled(embedder.pooling, embedder.encoder(inputs, training=False)))
+  return np.asarray(out, np.float32)

@@ -1,7 +1,7 @@
 """A tiny random BERT (H=16, L=3) with a 13-token vocab, for fast embedding tests."""
 from bert_flow_tf import loaders
 from bert_flow_tf.modeling.bert_encoder import BertEncoder
-from bert_flow_tf.modeling.config import BertConfig
+from tests import tiny
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "man", "dog", "runs", "plays", "the", "guitar", "."]
 # Duplicates, an empty and a whitespace-only line, a sentence longer than max_seq_length=16, and 23 sentences in
@@ -17,8 +17,7 @@ def tiny_model(folder, num_layers=3):
   folder.mkdir(parents=True, exist_ok=True)
   vocab = folder / "vocab.txt"
   vocab.write_text("\n".join(VOCAB) + "\n")
-  config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=num_layers, num_attention_heads=2,
-                      intermediate_size=24, max_position_embeddings=64, type_vocab_size=2)
+  config = tiny.bert_config(len(VOCAB), num_hidden_layers=num_layers)
   import tf_keras as keras  # pylint: disable=g-import-not-at-top
   keras.utils.set_random_seed(0)
   return loaders.LoadedModel(BertEncoder(config).build_variables(), num_layers, 16, str(vocab), True, str(folder),

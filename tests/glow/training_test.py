@@ -74,13 +74,13 @@ def test_pair_step_loss_is_mean_nll_of_a_plus_mean_nll_of_b():
 
 def test_reusable_step_after_reset_equals_a_new_glow_and_optimizer():
   config = GlowConfig.load("config_l2_d2_w32")
-  reusable = ReusableTrainStep(config, 16, "original", weight_decay_rate=0.01)
+  reusable = ReusableTrainStep(config, 16, "original", AdamWeightDecay(weight_decay_rate=0.01))
   batches = [(tf.random.normal([8, 16], seed=s), tf.random.normal([8, 16], seed=s + 1)) for s in range(0, 8, 2)]
   for seed, learning_rate in ((1, 1e-2), (2, 1e-3)):             # two fits; the second must not see the first
     keras.utils.set_random_seed(seed)
     want_flow = Glow(config, 16, seed=seed)
     keras.utils.set_random_seed(seed)
-    reusable.reset(Glow(config, 16, seed=seed), learning_rate)
+    reusable.reset(Glow(config, 16, seed=seed), AdamWeightDecay(learning_rate=learning_rate))
     step = make_train_step(want_flow, AdamWeightDecay(learning_rate=learning_rate), pairs=True)
     assert [float(step(a, b)) for a, b in batches] == [float(reusable(a, b)) for a, b in batches]
     for want, got in zip(want_flow.variables, reusable.flow.variables):

@@ -14,7 +14,9 @@ import sys
 import numpy as np
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests import tiny
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WRITER = os.path.join(REPO, "tests", "fixtures", "bert_flow_original", "write_original_checkpoint.py")
 CONFIGS = {
     "additive_reversal": "config_l3_d3_w32",  # the original's default
@@ -29,13 +31,11 @@ def original(tmp_path_factory):
   from bert_flow_tf.loaders import names as names_lib
   from bert_flow_tf.loaders import tf1_checkpoint
   from bert_flow_tf.modeling.bert_encoder import BertEncoder
-  from bert_flow_tf.modeling.config import BertConfig
   import glow
   import tf_keras as keras
   root = tmp_path_factory.mktemp("original")
   (root / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
-  config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                      intermediate_size=24, max_position_embeddings=64, type_vocab_size=2)
+  config = tiny.bert_config(len(VOCAB))
   (root / "bert_config.json").write_text(json.dumps(tf1_checkpoint.google_config_dict(config)))
   keras.utils.set_random_seed(0)
   encoder = BertEncoder(config).build_variables()

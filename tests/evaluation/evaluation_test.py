@@ -18,6 +18,8 @@ from bert_flow_tf.reporting import markdown
 from bert_flow_tf.reporting import scores
 from bert_flow_tf.data import PairSet
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 
 def _pairs(name, labels):
   n = len(labels)
@@ -86,7 +88,18 @@ def test_describe_isotropy_cautions_only_near_isotropic_spaces():
   sphere = rng.normal(size=(3000, 16))
   iso, line, near = isotropy_lib.describe_isotropy(sphere, "a sphere", max_rows=1000)
   assert near and "already close to isotropic" in line and "(1000 vectors)" in line
-  assert iso == isotropy_lib.isotropy(sphere[np.random.default_rng(0).choice(3000, 1000, replace=False)])
+  # The numbers are those of the seeded 1000-row sample, computed here another way: the spectrum from the SVD of
+  # the centered sample, the mean cosine over all its distinct pairs (the function averages 10,000 random pairs).
+  sample = sphere[np.random.default_rng(0).choice(3000, 1000, replace=False)]
+  singular = np.linalg.svd(sample - sample.mean(0), compute_uv=False) ** 2  # [16], descending
+  assert iso["top1_variance"] == pytest.approx(singular[0] / singular.sum(), rel=1e-9)
+  assert iso["condition_number"] == pytest.approx(singular[0] / singular[-1], rel=1e-9)
+  assert iso["mean_norm_ratio"] == pytest.approx(
+      np.linalg.norm(sample.mean(0)) / np.mean(np.sqrt((sample ** 2).sum(1))), rel=1e-9)
+  unit = sample / np.linalg.norm(sample, axis=1, keepdims=True)
+  all_pairs = (np.sum(unit @ unit.T) - len(unit)) / (len(unit) * (len(unit) - 1))
+  assert iso["mean_cosine"] == pytest.approx(all_pairs, abs=0.01)
+  assert iso["top1_variance"] != pytest.approx(isotropy_lib.isotropy(sphere)["top1_variance"], rel=1e-6)
   _, line, near = isotropy_lib.describe_isotropy(sphere * 0.1 + 3., "a cone")
   cone_cosine = isotropy_lib.isotropy(sphere * 0.1 + 3.)["mean_cosine"]
   assert not near and "already close" not in line and f"{cone_cosine:.3f}" in line
@@ -148,7 +161,7 @@ def test_results_table_script_one_row_per_pooling_and_method(tmp_path):
                scores.Score("STS12", "flow", "target", "spearman", "mean", 60.0)]
     (tmp_path / pooling).mkdir()
     files.write_results_json(str(tmp_path / pooling / "results.json"), "m", pooling, results)
-  script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "results_table.py")
+  script = os.path.join(REPO, "scripts", "results_table.py")
   out = subprocess.run([sys.executable, script, str(tmp_path / "last-avg"), str(tmp_path / "emb-avg")],
                        capture_output=True, text=True, check=True).stdout.splitlines()
   assert out == ["| pooling | method | STS-B | SICK-R | STS12 | STS13 | STS14 | STS15 | STS16 | QNLI |",

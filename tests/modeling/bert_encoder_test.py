@@ -6,11 +6,11 @@ import pytest
 import tensorflow as tf
 
 from bert_flow_tf.modeling.config import BertConfig
+from tests import tiny
 from bert_flow_tf.modeling.bert_encoder import BertEncoder
 from bert_flow_tf.modeling import layers
 
-TINY = BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-                  intermediate_size=37, max_position_embeddings=16, type_vocab_size=2)
+TINY = tiny.bert_config(99, **tiny.WIDE, num_hidden_layers=3, max_position_embeddings=16)
 
 
 def _inputs(ids, mask):

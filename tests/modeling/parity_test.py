@@ -14,7 +14,7 @@ from bert_flow_tf import loaders
 from bert_flow_tf.modeling import pooling
 from bert_flow_tf.modeling import tokenizer
 
-FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "minilm_parity.npz"
+FIXTURE = pathlib.Path(__file__).parents[1] / "fixtures" / "minilm_parity.npz"
 POOLINGS = ("last-avg", "first-last-avg", "emb-avg", "cls-raw", "cls")
 TOLERANCE = 1e-4
 

@@ -9,6 +9,7 @@ import tensorflow as tf
 from bert_flow_tf import loaders
 from bert_flow_tf.modeling import pooling
 from bert_flow_tf.modeling.config import BertConfig
+from tests.tiny import WIDE, bert_config
 from bert_flow_tf.modeling.bert_encoder import BertEncoder
 from bert_flow_tf.loaders import tf1_checkpoint
 from bert_flow_tf.loaders import tfhub
@@ -20,8 +21,7 @@ TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in rang
 def tiny(tmp_path_factory):
   """A random tiny encoder (H=32, L=2, vocab 99, tanh GELU) with its vocab file."""
   tf.random.set_seed(1)
-  config = BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                      intermediate_size=37, type_vocab_size=2, max_position_embeddings=64)
+  config = bert_config(99, **WIDE)
   vocab = tmp_path_factory.mktemp("vocab") / "tiny-vocab.txt"  # saved by both writers as vocab.txt
   vocab.write_text("\n".join(TOKENS) + "\n")
   return BertEncoder(config).build_variables(), config, str(vocab)

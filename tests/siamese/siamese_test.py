@@ -15,54 +15,14 @@ import pytest
 import scipy.special
 import tensorflow as tf
 
-WORDS = ["the", "a", "cat", "dog", "man", "woman", "sat", "runs", "on", "in", "mat", "park", "red", "blue", "."]
-SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-LABELS = ("entailment", "neutral", "contradiction")
-TINY_FLOW = {"coupling_width": 8, "n_levels": 2, "depth": 1}  # written beside model/ as tiny_flow.json
-
-
-def tiny_flow_config(model_dir):
-  """The path of the tiny Glow config that make_tiny_setup wrote beside `model_dir`."""
-  return os.path.join(os.path.dirname(model_dir), "tiny_flow.json")
-
-
-def make_tiny_setup(root, num_pairs=24):
-  """Writes a tiny TF1 BERT (model/), a tiny Glow config (tiny_flow.json), SNLI-format dev and test files
-  (data/SNLI/); returns (model_dir, data_dir)."""
-  from bert_flow_tf.modeling.config import BertConfig
-  from bert_flow_tf.modeling.bert_encoder import BertEncoder
-  from bert_flow_tf.loaders import tf1_checkpoint
-  import tf_keras as keras
-  root = pathlib.Path(root)
-  vocab = root / "vocab.txt"
-  vocab.write_text("\n".join(SPECIALS + WORDS) + "\n")
-  config = BertConfig(vocab_size=len(SPECIALS) + len(WORDS), hidden_size=32, num_hidden_layers=1,
-                      num_attention_heads=4, intermediate_size=37, hidden_dropout_prob=0.0,
-                      attention_probs_dropout_prob=0.0, max_position_embeddings=32, type_vocab_size=2)
-  keras.utils.set_random_seed(7)  # python, numpy and TF seeds: the same weights whatever ran before
-  encoder = BertEncoder(config).build_variables()
-  model_dir = root / "model"
-  tf1_checkpoint.save_tf1_checkpoint(encoder, config, str(model_dir), vocab_file=str(vocab))
-  (root / "tiny_flow.json").write_text(json.dumps(TINY_FLOW))
-  rng = np.random.default_rng(0)
-  snli = root / "data" / "SNLI"
-  snli.mkdir(parents=True)
-  for split in ("dev", "test"):
-    sent = lambda: " ".join(rng.choice(WORDS[:-1], size=rng.integers(2, 9))) + " ."
-    s1 = [sent() for _ in range(num_pairs)]
-    s2 = [sent() for _ in range(num_pairs)]
-    labels = [LABELS[i] for i in rng.integers(0, 3, num_pairs)]
-    for name, lines in (("s1", s1), ("s2", s2), ("labels", labels)):
-      (snli / f"{name}.{split}").write_text("\n".join(lines) + "\n")
-  return str(model_dir), str(root / "data")
-
+from tests.tiny import SPECIALS, make_tiny_setup, siamese_flow_config
 
 def tiny_config(model_dir, data_dir, output_dir, **overrides):
   from bert_flow_tf import siamese
   values = dict(task_name="snli", data_dir=data_dir, output_dir=output_dir, model=model_dir,
                 train_splits=("dev", "test"), max_seq_length=16, train_batch_size=4, eval_batch_size=8,
                 learning_rate=1e-3, num_train_epochs=0.5, warmup_proportion=0.25, save_checkpoints_steps=2,
-                log_every_step=100, flow=True, flow_loss=True, flow_model_config=tiny_flow_config(model_dir))
+                log_every_step=100, flow=True, flow_loss=True, flow_model_config=siamese_flow_config(model_dir))
   values.update(overrides)
   return siamese.SiameseConfig(**values)
 

@@ -1,6 +1,6 @@
 """Our in-graph tokenizer on hard text against two references: Hugging Face `tokenizers` (BertNormalizer +
 BertPreTokenizer + WordPiece) and google-research/bert's Python WordPiece, which the original BERT-flow used
-(tests/reference_wordpiece.py, a test-only port). Vocab: all-MiniLM-L6-v2's (bert-base-uncased's).
+(tests/modeling/reference_wordpiece.py, a test-only port). Vocab: all-MiniLM-L6-v2's (bert-base-uncased's).
 
 The places where the references disagree, or where we follow neither, are listed below and in
 docs/tokenizer.md; any other disagreement fails the test.
@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from bert_flow_tf.modeling import tokenizer as tokenizer_lib
-from tests import reference_wordpiece
+from tests.modeling import reference_wordpiece
 
 CASES = {
     "turkish dotted I": "İstanbul'da IŞIK ılık",

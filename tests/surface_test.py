@@ -1,0 +1,55 @@
+"""The public surface: every package of bert_flow_tf and glow says what users import (`__all__`), and each name
+there is a module of the package or a name its __init__.py binds. Read from the sources (no import: beam, serving
+and analysis load heavy optional dependencies)."""
+import ast
+import pathlib
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+PACKAGES = sorted(p.parent for root in ("bert_flow_tf", "glow") for p in (REPO / root).rglob("__init__.py"))
+
+
+def _bound_names(tree):
+  """The names a module binds at its top level: imports, assignments, functions and classes."""
+  names = set()
+  for node in tree.body:
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+      names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+      names.add(node.name)
+    elif isinstance(node, ast.Assign):
+      names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+  return names
+
+
+def _declared_all(tree):
+  for node in tree.body:
+    if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+      return node.value
+  return None
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_package_lists_what_users_import(package):
+  tree = ast.parse((package / "__init__.py").read_text())
+  declared = _declared_all(tree)
+  assert declared is not None, f"{package.relative_to(REPO)}/__init__.py has no __all__"
+  bound = _bound_names(tree)
+  if isinstance(declared, ast.Call):  # bert_flow_tf's: sorted(_PUBLIC), names its __getattr__ imports on first use
+    public = {ast.literal_eval(k) for node in tree.body if isinstance(node, ast.Assign)
+              and node.targets[0].id == "_PUBLIC" for k in node.value.keys}
+    bound |= public  # resolved by test_the_lazy_top_level_names_resolve
+  else:
+    public = set(ast.literal_eval(declared))
+  assert public, f"{package.relative_to(REPO)}: __all__ is empty"
+  for name in public:
+    assert not name.startswith("_"), name
+    is_module = (package / f"{name}.py").is_file() or (package / name / "__init__.py").is_file()
+    assert is_module or name in bound, f"{package.relative_to(REPO)}.__all__ names {name!r}, which it lacks"
+
+
+def test_the_lazy_top_level_names_resolve():
+  import bert_flow_tf  # pylint: disable=g-import-not-at-top
+  for name in bert_flow_tf.__all__:
+    assert getattr(bert_flow_tf, name).__name__ == name
