@@ -169,7 +169,8 @@ def semantic_search(query_vectors, corpus_vectors, top_k=10, precision="float32"
   Args:
     query_vectors: float [n, D'] or [D'].
     corpus_vectors: float [M, D'].
-    top_k, rescore, candidates: see `search_codes` (candidates is raised to top_k when smaller).
+    top_k, rescore, candidates: see `search_codes` (candidates: None for DEFAULT_CANDIDATES; raised to top_k
+      when smaller).
     precision: str, one of SEARCH_PRECISIONS.
     ranges: float [2, D'], the int8 ranges of the rescoring (a calibration's `int8_ranges`); None: fitted on the
       corpus vectors (`int8_ranges.fit_ranges`).
@@ -184,6 +185,14 @@ def semantic_search(query_vectors, corpus_vectors, top_k=10, precision="float32"
   corpus_vectors = np.asarray(corpus_vectors, np.float32)
   if ranges is None:
     ranges = int8_ranges.fit_ranges(corpus_vectors)
+  candidates = DEFAULT_CANDIDATES if candidates is None else candidates
   if not isinstance(top_k, bool) and isinstance(top_k, (int, np.integer)) and isinstance(candidates, int):
     candidates = max(candidates, top_k)
   return search_codes(query_vectors, CorpusCodes.of(corpus_vectors, ranges), top_k, candidates, rescore)
+
+
+def encoder_search(encoder, queries, corpus, top_k, precision, rescore, candidates):
+  """`semantic_search` for a SentenceEncoder: queries and corpus (str, list of str or vectors) as its `vectors_of`
+  gives them for cosine (calibrated, cut to its truncate_dim), the int8 ranges its calibration saved, cut alike."""
+  return semantic_search(encoder.vectors_of(queries, True), encoder.vectors_of(corpus, True), top_k, precision,
+                         rescore, candidates, int8_ranges.encoding_ranges(encoder.calibration, encoder.truncate_dim))

@@ -27,7 +27,6 @@ from bert_flow_tf import quantized_search
 from bert_flow_tf import st_api
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import flow_fitting
-from bert_flow_tf.calibration import int8_ranges
 from bert_flow_tf.calibration import store_stream
 from bert_flow_tf.data import pairs as pairs_lib
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
@@ -257,15 +256,12 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
                        f"encoder's D={self.embedder.dim} ({self.embedder.pooling.describe()})")
     self.calibration = calibration
 
-  def semantic_search(self, queries, corpus, top_k=10, precision="float32", rescore=True,
-                      candidates=quantized_search.DEFAULT_CANDIDATES):
-    """As st_api.StApi.semantic_search; precision="binary": Hamming search of the sign bits, the `candidates`
-    nearest rescored with their int8 codes (the calibration's ranges; quantized_search.semantic_search)."""
-    if precision == "float32":
-      return super().semantic_search(queries, corpus, top_k)
-    return quantized_search.semantic_search(
-        self.vectors_of(queries, True), self.vectors_of(corpus, True), top_k, precision, rescore, candidates,
-        int8_ranges.encoding_ranges(self.calibration, self.truncate_dim))
+  def semantic_search(self, queries, corpus, top_k=10, precision="float32", rescore=True, candidates=None):
+    """As st_api.StApi.semantic_search; precision="binary": `quantized_search.encoder_search` (candidates None:
+    its default)."""
+    if precision != "float32":
+      return quantized_search.encoder_search(self, queries, corpus, top_k, precision, rescore, candidates)
+    return super().semantic_search(queries, corpus, top_k)
 
   def export(self, export_dir, version=1, overwrite=False, corpus=None, search="float32", truncate_dim=None,
              precisions=()):
@@ -282,8 +278,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
       version: int >= 1, TF Serving's version directory.
       overwrite: bool, replace existing versions (SavedModels only; see serving/export.py).
       corpus: None, a list of str, or the path of a UTF-8 file with one sentence per line.
-      search, truncate_dim, precisions: a binary search instead of search/ and the text model's quantized
-        outputs (serving.binary_search.export_encoder; docs/quantization.md).
+      search, truncate_dim, precisions: see serving.binary_search.export_encoder (docs/quantization.md).
 
     Returns:
       dict: "text", "ids", "search" or "binary_search" (with a corpus) (the SavedModel directories) and "info".

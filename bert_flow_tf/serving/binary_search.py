@@ -199,9 +199,19 @@ def export_binary_search(embedder, flow, blocks, rows, ranges, export_dir, versi
 
 
 def export_encoder(encoder, flow, export_dir, version, overwrite, corpus, search, truncate_dim, precisions):
-  """SentenceEncoder.export's text and ids models (with one quantized output per precision) and, for
-  search="binary" with a corpus, binary_search/<version> (`export_encoder_corpus`); search/<version> is the
-  encoder's. Returns the dict of paths written."""
+  """SentenceEncoder.export's text and ids models and, for search="binary" with a corpus, binary_search/<version>;
+  search/<version> (search="float32") is the encoder's.
+
+  Args:
+    encoder, flow, export_dir, version, overwrite: as `export_encoder_corpus`.
+    corpus: list of str, or None.
+    search: "float32" or "binary".
+    truncate_dim: int or None, the binary search's width (its first truncate_dim calibrated dimensions).
+    precisions: quantization precisions ("int8", "binary", ...) the text model also returns, one output each.
+
+  Returns:
+    dict: "text", "ids", "info" and (binary) KIND: the paths written.
+  """
   if search not in quantized_search.SEARCH_PRECISIONS:
     raise ValueError(f"search precision {search!r} is not supported; use one of "
                      f"{', '.join(quantized_search.SEARCH_PRECISIONS)}")
