@@ -4,6 +4,7 @@
   enc.encode(["A man plays a guitar."])     # np.float32 [1, D], through text/<version>'s serving_default
                                             # (sentence-transformers' encode arguments: st_api, docs/api.md)
   enc.search(["a guitar player"], k=3)      # through search/<version> (an export with a corpus)
+  enc.search(["a guitar player"], k=3, precision="binary")   # through binary_search/<version>
 
 No model code runs: the vectors come from the SavedModels' signatures (tokenizer, BERT, pooling and flow are in
 their graphs), so an export needs this package only for these few lines, and tensorflow-text for its ops.
@@ -18,7 +19,9 @@ import os
 
 import tensorflow as tf
 
+from bert_flow_tf.serving import binary_search
 from bert_flow_tf.serving import export
+from bert_flow_tf import quantized_search
 from bert_flow_tf import search
 from bert_flow_tf import st_api
 
@@ -46,6 +49,7 @@ class ExportedEncoder(st_api.StApi):
     info: dict, export_info.json (model, pooling, max_seq_length, flow, dim).
     text_model: the loaded text SavedModel.
     search_model: the loaded search SavedModel, or None when the export has no corpus.
+    binary_search_model: the loaded binary search SavedModel (serving.binary_search), or None.
   """
 
   def __init__(self, export_dir, version=None, batch_size=64):
@@ -56,6 +60,8 @@ class ExportedEncoder(st_api.StApi):
     self.text_model = export.load_text_model(os.path.join(export_dir, "text", str(self.version)))
     search_dir = os.path.join(export_dir, "search", str(self.version))
     self.search_model = tf.saved_model.load(search_dir) if os.path.isdir(search_dir) else None
+    binary_dir = os.path.join(export_dir, binary_search.KIND, str(self.version))
+    self.binary_search_model = tf.saved_model.load(binary_dir) if os.path.isdir(binary_dir) else None
 
   @property
   def dim(self):
@@ -73,23 +79,34 @@ class ExportedEncoder(st_api.StApi):
   def _token_outputs(self, texts, batch_size):
     raise ValueError("an export serves sentence vectors only: output_value must be 'sentence_embedding'")
 
-  def search(self, queries, k=10):
-    """The export's corpus searched in its graph: top-k by cosine.
+  def search(self, queries, k=10, precision="float32", candidates=quantized_search.DEFAULT_CANDIDATES):
+    """The export's corpus searched in its graph: top-k by cosine (precision "float32", search/<version>), or by
+    Hamming distance with int8 rescoring of `candidates` ("binary", binary_search/<version>).
 
     Args:
       queries: str or list of n str.
       k: int >= 1.
+      precision: "float32" or "binary".
+      candidates: int >= k, the Hamming-nearest rescored (binary).
 
     Returns:
       list of n lists of {"corpus_id": int, "score": float, "sentence": str}, best first.
     """
     search.check_top_k(k, "k")
-    if self.search_model is None:
-      raise ValueError("this export has no search model: export it with a corpus (SentenceEncoder.export(..., "
-                       "corpus=...))")
+    if precision not in quantized_search.SEARCH_PRECISIONS:
+      raise ValueError(f"search precision {precision!r} is not supported; use one of "
+                       f"{', '.join(quantized_search.SEARCH_PRECISIONS)}")
+    model = self.search_model if precision == "float32" else self.binary_search_model
+    if model is None:
+      how = "corpus=..." if precision == "float32" else 'corpus=..., search="binary"'
+      raise ValueError(f"this export has no {precision} search model: export it with SentenceEncoder.export(..., "
+                       f"{how})")
     queries = [queries] if isinstance(queries, str) else list(queries)
-    out = self.search_model.signatures["serving_default"](queries=tf.constant(queries, tf.string),
-                                                          k=tf.constant(k, tf.int32))
+    inputs = {"queries": tf.constant(queries, tf.string), "k": tf.constant(k, tf.int32)}
+    if precision == "binary":
+      quantized_search.check_search_args(k, candidates)
+      inputs["candidates"] = tf.constant(candidates, tf.int32)
+    out = model.signatures["serving_default"](**inputs)
     indices, scores, sentences = (out[name].numpy() for name in ("indices", "scores", "sentences"))
     return [[{"corpus_id": int(i), "score": float(s), "sentence": t.decode("utf-8")}
              for i, s, t in zip(*row)] for row in zip(indices, scores, sentences)]

@@ -23,6 +23,7 @@ from absl import logging
 
 from bert_flow_tf import encoder_folder
 from bert_flow_tf import loaders
+from bert_flow_tf import quantized_search
 from bert_flow_tf import st_api
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import flow_fitting
@@ -34,6 +35,7 @@ from bert_flow_tf.loaders import presets
 from bert_flow_tf.loaders import st_folder
 from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
+from bert_flow_tf.serving import binary_search
 from bert_flow_tf.serving import export as export_lib
 from bert_flow_tf.utils import io_utils
 
@@ -254,7 +256,15 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
                        f"encoder's D={self.embedder.dim} ({self.embedder.pooling.describe()})")
     self.calibration = calibration
 
-  def export(self, export_dir, version=1, overwrite=False, corpus=None):
+  def semantic_search(self, queries, corpus, top_k=10, precision="float32", rescore=True, candidates=None):
+    """As st_api.StApi.semantic_search; precision="binary": `quantized_search.encoder_search` (candidates None:
+    its default)."""
+    if precision != "float32":
+      return quantized_search.encoder_search(self, queries, corpus, top_k, precision, rescore, candidates)
+    return super().semantic_search(queries, corpus, top_k)
+
+  def export(self, export_dir, version=1, overwrite=False, corpus=None, search="float32", truncate_dim=None,
+             precisions=()):
     """Writes the servable SavedModels (README: Encoding and serving; bert_flow_tf/serving/export.py).
 
     export_dir/text/<version> (strings in), export_dir/ids/<version> (token ids in) and export_info.json, as
@@ -268,9 +278,10 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
       version: int >= 1, TF Serving's version directory.
       overwrite: bool, replace existing versions (SavedModels only; see serving/export.py).
       corpus: None, a list of str, or the path of a UTF-8 file with one sentence per line.
+      search, truncate_dim, precisions: see serving.binary_search.export_encoder (docs/quantization.md).
 
     Returns:
-      dict: "text", "ids", "search" (with a corpus) (the SavedModel directories) and "info" (the JSON file).
+      dict: "text", "ids", "search" or "binary_search" (with a corpus) (the SavedModel directories) and "info".
 
     Raises:
       ValueError: an empty corpus.
@@ -282,8 +293,9 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
       flow = self.calibration.glow
     elif self.calibration is not None:
       flow = export_lib.Affine(self.calibration.method, *self.calibration.affine())
-    paths = export_lib.export_models(self.embedder, flow, export_dir, version=version, overwrite=overwrite)
-    if corpus is not None:
+    paths = binary_search.export_encoder(self, flow, export_dir, version, overwrite, corpus, search, truncate_dim,
+                                         precisions)
+    if corpus is not None and search == "float32":
       corpus = list(corpus)
       paths["search"] = export_lib.export_search_model(self.embedder, flow, self._embed(corpus), corpus, export_dir,
                                                        version=version, overwrite=overwrite)

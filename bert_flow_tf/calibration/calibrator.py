@@ -5,9 +5,13 @@
 exactly (the same weights, so the same outputs). The fitting itself is `calibration.flow_fitting` (the flow) and
 `calibration.baselines`.
 
+Each also has `int8_ranges`: float32 [2, D'], the int8 ranges fitted on its own output over the fit vectors
+(`int8_ranges`, the gaussian rule), or None for a calibration saved before they were fitted.
+
 In a folder:
   flow        flow.json + a checkpoint of the Glow alone (`fitted_flow.load` reads it)
   baselines   baseline.npz (`baselines.load_baseline`)
+  both        int8_ranges.npy (`int8_ranges.save`)
 
 Legend: N, M = vectors, D = their width, D' = the calibrated width (D, except whitening-k: k).
 """
@@ -22,6 +26,7 @@ from bert_flow_tf.evaluation import isotropy as isotropy_lib
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.calibration import fitted_flow
 from bert_flow_tf.calibration import flow_fitting
+from bert_flow_tf.calibration import int8_ranges
 from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.calibration import store_stream
 from bert_flow_tf.data import pairs as pairs_lib
@@ -41,6 +46,7 @@ class FlowCalibration:
     summary: dict, what calibration.flow_fitting.fit_flow returned (steps, losses in bits/dim, seconds).
   """
   method = FLOW
+  int8_ranges = None
 
   def __init__(self, flow, fit_config, summary):
     self.glow, self.fit_config, self.summary = flow, fit_config, summary
@@ -58,6 +64,7 @@ class FlowCalibration:
 
   def save(self, folder):
     fitted_flow.save(self.glow, folder, self.fit_config, self.summary)
+    _save_ranges(self, folder)
 
 
 class BaselineCalibration:
@@ -66,6 +73,7 @@ class BaselineCalibration:
   Attributes:
     baseline: the fitted baselines object (float64 statistics).
   """
+  int8_ranges = None
 
   def __init__(self, baseline):
     self.baseline = baseline
@@ -102,6 +110,18 @@ class BaselineCalibration:
   def save(self, folder):
     os.makedirs(folder, exist_ok=True)
     self.baseline.save(os.path.join(folder, BASELINE_FILE))
+    _save_ranges(self, folder)
+
+
+def _save_ranges(calibration, folder):
+  if calibration.int8_ranges is not None:
+    int8_ranges.save(folder, calibration.int8_ranges)
+
+
+def _with_ranges(calibration, x):
+  """`calibration` with its int8 ranges fitted on its output over the fit vectors x (array or StoreShards)."""
+  calibration.int8_ranges = int8_ranges.fit_ranges(int8_ranges.calibrated_blocks(calibration.transform, x))
+  return calibration
 
 
 def fit(method, x, fit_config=None):
@@ -143,10 +163,10 @@ def fit(method, x, fit_config=None):
     except ValueError as e:
       raise ValueError(f"unknown calibration method {method!r}; allowed: {METHODS}") from e
     if not streamed:
-      return BaselineCalibration(baseline.fit(x))
+      return _with_ranges(BaselineCalibration(baseline.fit(x)), x)
     if not isinstance(baseline, baselines.Whitening):
       raise ValueError(f"{method!r} needs every vector at once; fitted from the store: flow, whitening, whitening-K")
-    return BaselineCalibration(store_stream.fit_whitening(x, baseline.k))
+    return _with_ranges(BaselineCalibration(store_stream.fit_whitening(x, baseline.k)), x)
   fit_config.glow_config()  # a bad config fails here, before the isotropy is computed
   if streamed:
     pairs, provenance = store_stream.StreamedPairs(x), {"pairs": store_stream.PAIR_SOURCE}
@@ -157,18 +177,21 @@ def fit(method, x, fit_config=None):
     pairs, provenance = pair_sources.CachedPairs(x[rows_a], x[rows_b]), None
   with tempfile.TemporaryDirectory(prefix="bert-flow-") as tmp:
     flow, summary = flow_fitting.fit_flow(pairs, fit_config, tmp, provenance=provenance)
-  return FlowCalibration(flow, fit_config, summary)
+  return _with_ranges(FlowCalibration(flow, fit_config, summary), x)
 
 
 def load(folder):
   """Restores the calibration `save(folder)` wrote, checked (baselines.load_baseline, fitted_flow.load). Returns
   FlowCalibration or BaselineCalibration; errors.UserError naming the file for anything missing or wrong."""
   if os.path.isfile(os.path.join(folder, BASELINE_FILE)):
-    return BaselineCalibration(baselines.load_baseline(os.path.join(folder, BASELINE_FILE)))
-  info = fitted_flow.read_info(folder)
-  try:
-    config = flow_fitting.FlowFitConfig(**info["fit"])
-  except (TypeError, ValueError) as e:
-    raise errors.UserError(f'"fit" is not a flow fit config ({str(e)[:200]})',
-                           os.path.join(folder, fitted_flow.INFO_FILE)) from e
-  return FlowCalibration(fitted_flow.load(folder), config, info)
+    calibration = BaselineCalibration(baselines.load_baseline(os.path.join(folder, BASELINE_FILE)))
+  else:
+    info = fitted_flow.read_info(folder)
+    try:
+      config = flow_fitting.FlowFitConfig(**info["fit"])
+    except (TypeError, ValueError) as e:
+      raise errors.UserError(f'"fit" is not a flow fit config ({str(e)[:200]})',
+                             os.path.join(folder, fitted_flow.INFO_FILE)) from e
+    calibration = FlowCalibration(fitted_flow.load(folder), config, info)
+  calibration.int8_ranges = int8_ranges.load(folder)
+  return calibration

@@ -122,9 +122,10 @@ class _TextEmbedder(_IdsEmbedder):
   variables = None
   trainable_variables = None
 
-  def __init__(self, embedder, flow):
+  def __init__(self, embedder, flow, quantizer=None):
     super().__init__(embedder, flow)
     self.tokenizer = embedder.tokenizer
+    self.quantizer = quantizer  # serving.binary_search.GraphQuantizer: serve_text's extra outputs, or None
     self.variables = list(self.weights) + [self.do_lower_case, self.max_seq_length]
     self.trainable_variables = [v for v in self.variables if v.trainable]
 
@@ -135,7 +136,8 @@ class _TextEmbedder(_IdsEmbedder):
 
   @tf.function(input_signature=[_TEXT_SPEC])
   def serve_text(self, sentences):
-    return {"embeddings": self.embed_text(sentences)}
+    embeddings = self.embed_text(sentences)
+    return {"embeddings": embeddings, **(self.quantizer(embeddings) if self.quantizer else {})}
 
   @tf.function(input_signature=[_TEXT_SPEC])
   def __call__(self, sentences):
@@ -214,7 +216,7 @@ def _check_version(version):
     raise ValueError(f"version must be an int >= 1 (a TF Serving version directory), got {version!r}")
 
 
-def export_models(embedder, flow, export_dir, version=1, overwrite=False):
+def export_models(embedder, flow, export_dir, version=1, overwrite=False, quantizer=None):
   """Writes the text and ids SavedModels and export_info.json under `export_dir`.
 
   Args:
@@ -225,6 +227,8 @@ def export_models(embedder, flow, export_dir, version=1, overwrite=False):
     version: int >= 1. TF Serving version directory name.
     overwrite: bool. Replace existing versions (SavedModels; a folder holding anything else is refused);
       otherwise an existing one is an error.
+    quantizer: a serving.binary_search.GraphQuantizer, or None: the text model's serving_default also returns
+      its outputs ("embeddings_int8", ...: the embeddings in sentence-transformers' quantized layouts).
 
   Returns:
     dict: "text" and "ids" (the SavedModel directories) and "info" (the JSON file).
@@ -242,7 +246,7 @@ def export_models(embedder, flow, export_dir, version=1, overwrite=False):
     if os.path.exists(path) and not overwrite:
       raise FileExistsError(f"{path} exists; pass overwrite=True or choose another version")
   warmup = _warmup_module()
-  text = _TextEmbedder(embedder, flow)
+  text = _TextEmbedder(embedder, flow, quantizer)
   _save_atomically(text, paths["text"], {"serving_default": text.serve_text,
                                          "similarity": text.serve_similarity},
                    warmup and warmup.text_model_logs())
@@ -250,7 +254,10 @@ def export_models(embedder, flow, export_dir, version=1, overwrite=False):
   _save_atomically(ids, paths["ids"], {"serving_default": ids.serve_ids},
                    warmup and warmup.ids_model_logs(embedder.tokenizer))
   info_path = os.path.join(export_dir, INFO_FILE)
-  io_utils.write_text(info_path, json.dumps(export_info(embedder, flow, version), indent=2) + "\n")
+  info = export_info(embedder, flow, version)
+  if quantizer:
+    info["precisions"] = list(quantizer.precisions)
+  io_utils.write_text(info_path, json.dumps(info, indent=2) + "\n")
   return dict(paths, info=info_path)
 
 

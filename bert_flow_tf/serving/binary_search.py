@@ -1,0 +1,265 @@
+"""The binary search SavedModel, and the quantized outputs of the text model, in plain TensorFlow ops.
+
+  <export_dir>/binary_search/<version>/   the text model's embedding + a corpus held as sign words and int8 codes
+      serving_default: queries string [B], k int32 [], candidates int32 [] -> indices int32 [B, k'],
+                       scores float32 [B, k'], sentences string [B, k']  (k' = min(k, candidates, M), best first)
+
+A query batch is embedded as by the text model and cut to the corpus's width D' (`truncate_dim`: its first D'
+dimensions). Each query's sign bits are packed into 64-bit words in the graph; its Hamming distance to every corpus
+vector is the popcount (tf.raw_ops.PopulationCount) of their tf.bitwise.bitwise_xor, summed over the W words; the
+`candidates` nearest (tf.math.top_k of the negated distance: equal distances, the lower index first) are rescored
+by the cosine of the query and their int8 codes read back to the middle of their buckets
+(`quantized_search.dequantize`), and the k best returned
+(equal scores: the Hamming-nearer first). This is `quantized_search.search_codes`, which the tests hold it to.
+The queries are searched one after another (tf.map_fn) so the memory of a batch stays that of a few queries
+(a query's xor is W x M int64: 48 MB at D' = 384, M = 1M).
+
+The corpus is written in the model as variables: words int64 [W, M] (a row per word: each xor reads one contiguous
+row), codes int8 [M, D'], the buckets' lo and step float32 [D'], sentences string [M]. `export_binary_search` fills
+them a block of vectors at a time (`quantized_search.CorpusCodes`), so the fp32 corpus is never held whole.
+
+`GraphQuantizer` gives the text model's extra outputs (`export_models(..., quantizer=)`): one per precision asked,
+"embeddings_<precision>", in `quantization.quantize_embeddings`' layouts and the same values (the same float32
+subtraction and division, then floor and clip).
+
+Legend: B = queries, M = corpus vectors, D = embedding width, D' = the corpus's width, W = ceil(D' / 64).
+"""
+import os
+import types
+
+import numpy as np
+import tensorflow as tf
+
+from bert_flow_tf import quantization
+from bert_flow_tf import quantized_search
+from bert_flow_tf.calibration import int8_ranges
+from bert_flow_tf.serving import export as export_lib
+
+KIND = "binary_search"
+BLOCK_ROWS = 16384  # corpus sentences encoded at a time by export_encoder_corpus
+_QUERY_PARALLELISM = 4   # queries searched at once inside a batch (tf.map_fn's parallel_iterations)
+_WORDS_PER_SUM = 3       # popcounts of 64-bit words added in uint8 before int32: 3 x 64 = 192 <= 255
+
+
+def _check_int8_ranges(ranges, dim):
+  ranges = None if ranges is None else np.asarray(ranges, np.float32)
+  if ranges is None or ranges.shape != (2, dim):
+    raise ValueError(f"int8 outputs need int8 ranges [2, {dim}] (a calibration's int8_ranges), got "
+                     f"{None if ranges is None else list(ranges.shape)}")
+  return ranges
+
+
+def _pack_bits(x, bits_per_word):
+  """Sign bits of float32 [B, D] packed big-endian into words of `bits_per_word` bits, the first dimension the high
+  bit, zero-padded: int64 [B, ceil(D / bits_per_word)]."""
+  dim = x.shape[-1]
+  words = -(-dim // bits_per_word)
+  bits = tf.cast(x > 0, tf.int64)
+  bits = tf.pad(bits, [[0, 0], [0, words * bits_per_word - dim]])
+  bits = tf.reshape(bits, [-1, words, bits_per_word])
+  shifts = tf.constant(np.arange(bits_per_word - 1, -1, -1), tf.int64)
+  # Distinct powers of two: their sum is their bitwise or (the top bit of a 64-bit word wraps to the sign).
+  return tf.reduce_sum(tf.bitwise.left_shift(bits, shifts), axis=-1)
+
+
+class GraphQuantizer(tf.Module):
+  """float32 [B, D] embeddings -> {"embeddings_<precision>": codes} for the precisions asked.
+
+  Args:
+    precisions: iterable of `quantization.PRECISIONS` other than "float32".
+    ranges: float [2, D], needed for int8 and uint8.
+    dim: int D.
+  """
+
+  def __init__(self, precisions, ranges, dim):
+    super().__init__(name="quantizer")
+    self.precisions = tuple(quantization.check_precision(p) for p in precisions)
+    if "float32" in self.precisions or len(set(self.precisions)) != len(self.precisions):
+      raise ValueError(f"export precisions are extra outputs beside the float32 embeddings, each once; got "
+                       f"{list(precisions)}")
+    self.lo = self.step = None
+    if {"int8", "uint8"} & set(self.precisions):
+      lo, step = quantized_search.bucket_middles(_check_int8_ranges(ranges, dim))
+      self.lo = tf.Variable(lo, trainable=False, name="int8_lo")
+      self.step = tf.Variable(step, trainable=False, name="int8_step")
+
+  def __call__(self, x):
+    out = {}
+    for precision in self.precisions:
+      if precision in ("int8", "uint8"):
+        buckets = tf.where(self.step > 0, (x - self.lo) / self.step, tf.zeros_like(x))  # [B, D]
+        # Cut toward zero (a float -> int cast), after the shift for int8, as quantization.quantize_embeddings.
+        shift, low, high = (128., -128., 127.) if precision == "int8" else (0., 0., 255.)
+        codes = tf.cast(tf.clip_by_value(buckets - shift, low, high), tf.int32)
+        out[f"embeddings_{precision}"] = tf.cast(codes, tf.int8 if precision == "int8" else tf.uint8)
+        continue
+      buckets = tf.cast(_pack_bits(x, 8), tf.int32)                                    # [B, ceil(D / 8)]
+      signed = precision == "binary"
+      out[f"embeddings_{precision}"] = tf.cast(buckets - 128, tf.int8) if signed else tf.cast(buckets, tf.uint8)
+    return out
+
+
+class BinaryIndex(tf.Module):
+  """A corpus held as sign words and int8 codes, searched by vectors (see the module notes).
+
+  Args:
+    corpus: quantized_search.CorpusCodes, filled.
+  """
+
+  def __init__(self, corpus):
+    super().__init__(name="binary_index")
+    self.dim = corpus.dim
+    self.num_words = corpus.words.shape[1]
+    self.words = tf.Variable(np.ascontiguousarray(corpus.words[:corpus.filled].T), trainable=False,
+                             name="words")                                            # [W, M]
+    self.codes = tf.Variable(corpus.codes[:corpus.filled], trainable=False, name="codes")   # [M, D']
+    lo, step = quantized_search.bucket_middles(corpus.ranges)
+    self.lo = tf.Variable(lo, trainable=False, name="lo")
+    self.step = tf.Variable(step, trainable=False, name="step")
+
+  def search_vectors(self, q, k, candidates):
+    """float32 [B, D'] queries, int32 k and candidates -> (indices int32 [B, k'], scores float32 [B, k'])."""
+    c = tf.minimum(candidates, tf.shape(self.codes)[0])
+    query_words = _pack_bits(q, quantized_search.WORD_BITS)                           # [B, W]
+
+    def nearest(words):                                                               # int64 [W] -> int32 [C]
+      counts = [tf.raw_ops.PopulationCount(x=tf.bitwise.bitwise_xor(self.words[w], words[w]))  # uint8 [M] each
+                for w in range(self.num_words)]
+      # Summed in uint8 a group of _WORDS_PER_SUM words at a time (at most 192 bits: no overflow), then in int32.
+      distance = tf.add_n([tf.cast(tf.add_n(counts[g:g + _WORDS_PER_SUM]), tf.int32)
+                           for g in range(0, len(counts), _WORDS_PER_SUM)])                      # [M]
+      return tf.math.top_k(-distance, k=c).indices
+
+    cand = tf.map_fn(nearest, query_words, fn_output_signature=tf.TensorSpec([None], tf.int32),
+                     parallel_iterations=_QUERY_PARALLELISM)                          # [B, C]
+    codes = tf.cast(tf.gather(self.codes, cand), tf.float32)                          # [B, C, D']
+    vectors = self.lo + (codes + 128. + 0.5 * tf.sign(codes)) * self.step             # bucket middles
+    vectors = vectors / tf.maximum(tf.norm(vectors, axis=-1, keepdims=True), 1e-12)
+    q = q / tf.maximum(tf.norm(q, axis=-1, keepdims=True), 1e-12)
+    scores = tf.einsum("bd,bcd->bc", q, vectors)                                      # [B, C]
+    top = tf.math.top_k(scores, k=tf.minimum(k, c))
+    return tf.gather(cand, top.indices, batch_dims=1), top.values
+
+
+class _BinarySearchModel(tf.Module):
+  """The text embedder and a BinaryIndex; the binary search SavedModel's root."""
+
+  def __init__(self, embedder, flow, corpus, sentences):
+    super().__init__(name="binary_search_model")
+    text = export_lib._TextEmbedder(embedder, flow)  # pylint: disable=protected-access
+    self._text = types.SimpleNamespace(embedder=text)  # untracked, as in export._SearchModel
+    self.text_variables = list(text.variables)
+    self.tokenizer = text.tokenizer
+    self.index = BinaryIndex(corpus)
+    self.sentences = tf.Variable(tf.constant(list(sentences), tf.string), trainable=False, name="sentences")
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string), tf.TensorSpec([], tf.int32),
+                                tf.TensorSpec([], tf.int32)])
+  def serve_search(self, queries, k, candidates):
+    with tf.control_dependencies([
+        tf.debugging.assert_positive(k, message="search needs k >= 1"),
+        tf.debugging.assert_greater_equal(candidates, k, message="search needs candidates >= k")]):
+      q = self._text.embedder.embed_text(queries)[:, :self.index.dim]                 # [B, D']
+    indices, scores = self.index.search_vectors(q, k, candidates)
+    return {"indices": indices, "scores": scores, "sentences": tf.gather(self.sentences, indices)}
+
+
+def export_binary_search(embedder, flow, blocks, rows, ranges, export_dir, version=1, overwrite=False):
+  """Writes export_dir/binary_search/<version>, its corpus filled a block at a time.
+
+  Args:
+    embedder: SentenceEmbedder, as `export.export_models`.
+    flow: a glow.Glow or an export.Affine over width D, or None.
+    blocks: iterable of (list of R str, float [R, D']): the corpus's sentences and their calibrated vectors, cut
+      to the first D' dimensions (D' <= the text model's width).
+    rows: int M, the corpus size (the sum of the R).
+    ranges: float [2, D'], the int8 ranges (the calibration's `int8_ranges`, cut as the vectors).
+    export_dir: str. Base directory.
+    version: int >= 1.
+    overwrite: bool. Replace an existing version.
+
+  Returns:
+    str, the SavedModel directory.
+  """
+  export_lib._check_version(version)  # pylint: disable=protected-access
+  path = os.path.join(export_dir, KIND, str(version))
+  if os.path.exists(path) and not overwrite:
+    raise FileExistsError(f"{path} exists; pass overwrite=True or choose another version")
+  corpus = quantized_search.CorpusCodes(rows, ranges)
+  sentences = []
+  for block_sentences, vectors in blocks:
+    corpus.add(vectors)
+    sentences.extend(block_sentences)
+  if not rows or corpus.filled != rows or len(sentences) != rows:
+    raise ValueError(f"the corpus needs M >= 1 vectors and sentences, M = {rows}; got {corpus.filled} vectors "
+                     f"and {len(sentences)} sentences")
+  model = _BinarySearchModel(embedder, flow, corpus, sentences)
+  export_lib._save_atomically(model, path, {"serving_default": model.serve_search})  # pylint: disable=protected-access
+  return path
+
+
+def export_encoder(encoder, flow, export_dir, version, overwrite, corpus, search, truncate_dim, precisions):
+  """SentenceEncoder.export's text and ids models and, for search="binary" with a corpus, binary_search/<version>;
+  search/<version> (search="float32") is the encoder's.
+
+  Args:
+    encoder, flow, export_dir, version, overwrite: as `export_encoder_corpus`.
+    corpus: list of str, or None.
+    search: "float32" or "binary".
+    truncate_dim: int or None, the binary search's width (its first truncate_dim calibrated dimensions).
+    precisions: quantization precisions ("int8", "binary", ...) the text model also returns, one output each.
+
+  Returns:
+    dict: "text", "ids", "info" and (binary) KIND: the paths written.
+  """
+  if search not in quantized_search.SEARCH_PRECISIONS:
+    raise ValueError(f"search precision {search!r} is not supported; use one of "
+                     f"{', '.join(quantized_search.SEARCH_PRECISIONS)}")
+  quantizer = None
+  if precisions:
+    quantizer = GraphQuantizer(precisions, None if encoder.calibration is None else encoder.calibration.int8_ranges,
+                               encoder.dim)
+  paths = export_lib.export_models(encoder.embedder, flow, export_dir, version=version, overwrite=overwrite,
+                                   quantizer=quantizer)
+  if corpus is not None and search == "binary":
+    paths[KIND] = export_encoder_corpus(encoder, flow, list(corpus), export_dir, truncate_dim, version, overwrite)
+  return paths
+
+
+def export_encoder_corpus(encoder, flow, corpus, export_dir, truncate_dim=None, version=1, overwrite=False):
+  """`export_binary_search` for a SentenceEncoder: its corpus encoded BLOCK_ROWS sentences at a time (read from its
+  store when it has a cache_dir), calibrated, cut to the first `truncate_dim` dimensions.
+
+  The int8 ranges are the calibration's; an encoder without (no calibration, or one saved before ranges were
+  fitted) fits them on the corpus by the same rule, in a first pass over its blocks.
+
+  Args:
+    encoder: bert_flow_tf.SentenceEncoder.
+    flow: what its text model chains (a glow.Glow, an export.Affine, or None).
+    corpus: list of M >= 1 str.
+    export_dir, version, overwrite: as `export_binary_search`.
+    truncate_dim: int in 1..D, or None (all D).
+
+  Returns:
+    str, the SavedModel directory.
+  """
+  dim = encoder.dim if truncate_dim is None else check_truncate_dim(truncate_dim, encoder.dim)
+  if not corpus:
+    raise ValueError("a binary search export needs a corpus of at least one sentence")
+
+  def blocks():
+    for start in range(0, len(corpus), BLOCK_ROWS):
+      block = corpus[start:start + BLOCK_ROWS]
+      yield block, encoder._embed(block, show_progress_bar=False)[:, :dim]  # pylint: disable=protected-access
+
+  ranges = None if encoder.calibration is None else encoder.calibration.int8_ranges
+  ranges = int8_ranges.fit_ranges(v for _, v in blocks()) if ranges is None else ranges[:, :dim]
+  return export_binary_search(encoder.embedder, flow, blocks(), len(corpus), ranges, export_dir, version,
+                              overwrite)
+
+
+def check_truncate_dim(truncate_dim, dim):
+  """Returns truncate_dim if it is an int in 1..dim, else raises ValueError."""
+  if isinstance(truncate_dim, bool) or not isinstance(truncate_dim, (int, np.integer)) or not 1 <= truncate_dim <= dim:
+    raise ValueError(f"truncate_dim must be an int in 1..{dim} (the embedding width), got {truncate_dim!r}")
+  return int(truncate_dim)

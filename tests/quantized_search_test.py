@@ -1,0 +1,219 @@
+"""Calibrated int8 ranges, binary search with int8 rescoring (numpy and SavedModel), and the text model's quantized
+outputs, held to expectations computed here from the floats (sign mismatches, bucket middles), not from the code
+under test."""
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_flow_tf import quantization
+from bert_flow_tf import quantized_search
+from bert_flow_tf.calibration import calibrator
+from bert_flow_tf.calibration import int8_ranges
+from bert_flow_tf.embedding.embedder import SentenceEmbedder
+from bert_flow_tf.serving import binary_search
+from bert_flow_tf.serving import export
+from bert_flow_tf.serving import op_audit
+from tests.embedding.engine_vectors import engine_vectors
+from tests.embedding.tiny_model import SENTENCES, tiny_model
+
+
+def _brute_force(q, x, ranges, k, candidates):
+  """The expected (indices [n, k], scores [n, k]): sign mismatches counted on the floats, the `candidates` fewest
+  (lower index first on ties), rescored by the cosine of q and the codes read back to their bucket middles (code c
+  > 0 holds [c, c + 1), c < 0 (c - 1, c], 0 (-1, 1), in steps from lo + 128 steps)."""
+  distance = ((q[:, None, :] > 0) != (x[None, :, :] > 0)).sum(-1)                       # [n, M]
+  codes = quantization.quantize_embeddings(x, "int8", ranges=ranges).astype(np.float64)
+  lo, hi = ranges.astype(np.float64)
+  back = lo + (codes + 128 + np.sign(codes) / 2) * (hi - lo) / 255   # int8 cuts toward zero: c's bucket middle
+  back /= np.linalg.norm(back, axis=1, keepdims=True)
+  out_ids, out_scores = [], []
+  for row_q, row_d in zip(q.astype(np.float64), distance):
+    cand = sorted(range(len(x)), key=lambda i, d=row_d: (d[i], i))[:candidates]
+    cos = back[cand] @ (row_q / np.linalg.norm(row_q))
+    order = sorted(range(len(cand)), key=lambda j, c=cos: (-c[j], j))[:k]
+    out_ids.append([cand[j] for j in order])
+    out_scores.append([cos[j] for j in order])
+  return np.array(out_ids), np.array(out_scores)
+
+
+@pytest.fixture(name="gaussian", params=[130, 400])
+def fixture_gaussian(request):
+  """130 dims: three words, the last one padded; 400: seven words (uint8 sums of 3 + 3 + 1 words in the graph)."""
+  rng = np.random.default_rng(7)
+  x = rng.normal(size=[600, request.param]).astype(np.float32)
+  q = rng.normal(size=[5, request.param]).astype(np.float32)
+  q = np.concatenate([q, -x[:1]])                      # all bits differ from x[0]: 400 > 255, no uint8 wrap
+  return x, q, int8_ranges.fit_ranges(x)
+
+
+def test_hamming_search_equals_brute_force_in_numpy_and_in_the_graph(gaussian):
+  x, q, ranges = gaussian
+  want_ids, want_scores = _brute_force(q, x, ranges, k=7, candidates=40)
+  corpus = quantized_search.CorpusCodes(len(x), ranges)
+  for start in range(0, len(x), 128):                  # filled a block at a time
+    corpus.add(x[start:start + 128])
+  got = quantized_search.search_codes(q, corpus, top_k=7, candidates=40)
+  np.testing.assert_array_equal([[h["corpus_id"] for h in row] for row in got], want_ids)
+  np.testing.assert_allclose([[h["score"] for h in row] for row in got], want_scores, atol=1e-6)
+  index = binary_search.BinaryIndex(corpus)
+  ids, scores = index.search_vectors(tf.constant(q), tf.constant(7), tf.constant(40))
+  np.testing.assert_array_equal(ids.numpy(), want_ids)
+  np.testing.assert_allclose(scores.numpy(), want_scores, atol=1e-6)
+  every_candidate, _ = index.search_vectors(tf.constant(q), tf.constant(40), tf.constant(40))
+  np.testing.assert_array_equal(every_candidate.numpy(), _brute_force(q, x, ranges, k=40, candidates=40)[0])
+  # Without rescoring: the Hamming order, scored as the cosine of the +-1 sign vectors.
+  distance = ((q[:, None, :] > 0) != (x[None, :, :] > 0)).sum(-1)
+  plain = quantized_search.search_codes(q, corpus, top_k=7, candidates=40, rescore=False)
+  for row, d in zip(plain, distance):
+    assert [h["corpus_id"] for h in row] == sorted(range(len(x)), key=lambda i, d=d: (d[i], i))[:7]
+    assert [h["score"] for h in row] == [1 - 2 * d[h["corpus_id"]] / x.shape[1] for h in row]
+
+
+def test_rescoring_reorders_the_hamming_candidates():
+  q = np.ones([1, 64], np.float32)
+  same_signs = np.full(64, 1e-3, np.float32)
+  same_signs[0] = 10.                                   # Hamming 0, cosine 0.12
+  two_flipped = np.ones(64, np.float32)
+  two_flipped[:2] = -1e-3                               # Hamming 2, cosine 0.97
+  x = np.stack([same_signs, two_flipped, -np.ones(64, np.float32)])
+  corpus = quantized_search.CorpusCodes.of(x, np.array([[-10.] * 64, [10.] * 64], np.float32))
+  index = binary_search.BinaryIndex(corpus)
+  for candidates, rescore, want in ((2, True, [1, 0]), (2, False, [0, 1]), (1, True, [0])):
+    got = quantized_search.search_codes(q, corpus, top_k=len(want), candidates=candidates, rescore=rescore)
+    assert [h["corpus_id"] for h in got[0]] == want
+    if rescore:
+      ids, _ = index.search_vectors(tf.constant(q), tf.constant(len(want)), tf.constant(candidates))
+      assert ids.numpy().tolist() == [want]
+
+
+@pytest.mark.parametrize("top_k,candidates,message", [
+    (0, 10, "top_k must be an int >= 1, got 0"), (5, 2, r"candidates \(2\) must be at least top_k \(5\)"),
+    (True, 10, "top_k must be an int >= 1, got True")])
+def test_bad_k_is_one_line(gaussian, top_k, candidates, message):
+  x, q, ranges = gaussian
+  with pytest.raises(ValueError, match=message):
+    quantized_search.search_codes(q, quantized_search.CorpusCodes.of(x, ranges), top_k, candidates)
+
+
+def test_ranges_follow_the_gaussian_rule_and_stream_block_by_block(gaussian):
+  x = gaussian[0] * np.linspace(0.5, 3., gaussian[0].shape[1], dtype=np.float32) + 2.
+  ranges = int8_ranges.fit_ranges(x)
+  mean, std = x.astype(np.float64).mean(0), x.astype(np.float64).std(0)
+  np.testing.assert_allclose(ranges, [mean - 3.9 * std, mean + 3.9 * std], rtol=1e-6)
+  np.testing.assert_allclose(int8_ranges.fit_ranges(iter([x[:77], x[77:300], x[300:]])), ranges, rtol=1e-5)
+  with pytest.raises(ValueError, match="N >= 2"):
+    int8_ranges.fit_ranges(x[:1])
+
+
+@pytest.mark.parametrize("method", ["whitening", "whitening-5"])
+def test_ranges_are_fitted_with_the_calibration_and_saved_with_it(gaussian, method, tmp_path):
+  x = gaussian[0][:, :16] @ np.random.default_rng(1).normal(size=[16, 16]).astype(np.float32) + 3.
+  calibration = calibrator.fit(method, x)
+  want = int8_ranges.fit_ranges(calibration.transform(x))
+  assert calibration.int8_ranges.shape == (2, calibration.dim)
+  np.testing.assert_array_equal(calibration.int8_ranges, want)
+  calibration.save(str(tmp_path / "cal"))
+  np.testing.assert_array_equal(calibrator.load(str(tmp_path / "cal")).int8_ranges, want)
+  os.remove(tmp_path / "cal" / int8_ranges.RANGES_FILE)      # a calibration saved before ranges existed
+  assert calibrator.load(str(tmp_path / "cal")).int8_ranges is None
+  np.save(tmp_path / "cal" / int8_ranges.RANGES_FILE, np.zeros([3, 4], np.float32))
+  with pytest.raises(ValueError, match="int8_ranges.npy: not int8 ranges"):
+    calibrator.load(str(tmp_path / "cal"))
+
+
+@pytest.fixture(scope="module", name="tiny_embedder")
+def fixture_tiny_embedder(tmp_path_factory):
+  return SentenceEmbedder(tiny_model(tmp_path_factory.mktemp("qs") / "bert"), "last-avg", 16)
+
+
+def test_the_binary_search_saved_model_answers_as_numpy(tiny_embedder, tmp_path):
+  vectors = engine_vectors(tiny_embedder, SENTENCES)
+  calibration = calibrator.fit("whitening", vectors)
+  flow = export.Affine(calibration.method, *calibration.affine())
+  width = 12                                           # truncated to the first 12 whitened dimensions
+  corpus_vectors = calibration.transform(vectors)[:, :width]
+  ranges = calibration.int8_ranges[:, :width]
+  blocks = ((SENTENCES[s:s + 5], corpus_vectors[s:s + 5]) for s in range(0, len(SENTENCES), 5))
+  path = binary_search.export_binary_search(tiny_embedder, flow, blocks, len(SENTENCES), ranges, str(tmp_path))
+  assert path == str(tmp_path / "binary_search" / "1")
+  audit = op_audit.audit_saved_model(path)
+  assert audit.servable() and {"BitwiseXor", "PopulationCount"} <= set(audit.ops["core"])
+  serve = tf.saved_model.load(path).signatures["serving_default"]
+  queries = ["a man plays", "the dog", "guitar guitar"]
+  out = serve(queries=tf.constant(queries), k=tf.constant(4), candidates=tf.constant(9))
+  want = quantized_search.search_codes(calibration.transform(engine_vectors(tiny_embedder, queries))[:, :width],
+                                       quantized_search.CorpusCodes.of(corpus_vectors, ranges), 4, 9)
+  np.testing.assert_array_equal(out["indices"].numpy(), [[h["corpus_id"] for h in row] for row in want])
+  np.testing.assert_allclose(out["scores"].numpy(), [[h["score"] for h in row] for row in want], atol=1e-5)
+  assert out["sentences"].numpy()[0, 0].decode() == SENTENCES[want[0][0]["corpus_id"]]
+  with pytest.raises(tf.errors.InvalidArgumentError, match="candidates >= k"):
+    serve(queries=tf.constant(queries), k=tf.constant(4), candidates=tf.constant(3))
+  with pytest.raises(ValueError, match="23 corpus vectors added to a corpus of 5"):
+    binary_search.export_binary_search(tiny_embedder, flow, [(SENTENCES, corpus_vectors)], 5, ranges,
+                                       str(tmp_path / "other"))
+
+
+def test_the_text_model_emits_one_quantized_output_per_precision(tiny_embedder, tmp_path):
+  vectors = engine_vectors(tiny_embedder, SENTENCES)
+  ranges = int8_ranges.fit_ranges(vectors)
+  quantizer = binary_search.GraphQuantizer(("int8", "binary"), ranges, 16)
+  paths = export.export_models(tiny_embedder, None, str(tmp_path), quantizer=quantizer)
+  out = export.load_text_model(paths["text"]).signatures["serving_default"](sentences=tf.constant(SENTENCES))
+  assert sorted(out) == ["embeddings", "embeddings_binary", "embeddings_int8"]
+  embeddings = out["embeddings"].numpy()
+  np.testing.assert_array_equal(out["embeddings_int8"].numpy(),
+                                quantization.quantize_embeddings(embeddings, "int8", ranges=ranges))
+  np.testing.assert_array_equal(out["embeddings_binary"].numpy(), quantization.quantize_embeddings(embeddings,
+                                                                                                   "binary"))
+  with pytest.raises(ValueError, match="precision 'int4' is not supported"):
+    binary_search.GraphQuantizer(("int4",), ranges, 16)
+  with pytest.raises(ValueError, match=r"int8 outputs need int8 ranges \[2, 16\]"):
+    binary_search.GraphQuantizer(("int8",), None, 16)
+
+
+@pytest.mark.slow
+def test_an_encoders_corpus_exports_block_by_block_and_exported_encoder_searches_it(tmp_path, monkeypatch):
+  import bert_flow_tf  # pylint: disable=import-outside-toplevel
+  enc = bert_flow_tf.SentenceEncoder(SentenceEmbedder(tiny_model(tmp_path / "bert"), "last-avg", 16),
+                                     cache_dir=str(tmp_path / "store"))
+  enc.fit(SENTENCES, method="whitening")
+  ranges = enc.calibration.int8_ranges
+  queries = ["a man plays", "the dog"]
+  assert enc.semantic_search(queries, SENTENCES, top_k=3, precision="binary", candidates=8) == \
+      quantized_search.semantic_search(enc.encode(queries), enc.encode(SENTENCES), 3, "binary", candidates=8,
+                                       ranges=ranges)
+  monkeypatch.setattr(binary_search, "BLOCK_ROWS", 4)     # 23 sentences in 6 blocks
+  paths = enc.export(str(tmp_path / "exp"), corpus=SENTENCES, search="binary", truncate_dim=10,
+                     precisions=("int8", "binary"))
+  assert sorted(paths) == ["binary_search", "ids", "info", "text"]
+  served = bert_flow_tf.ExportedEncoder(str(tmp_path / "exp"))
+  got = served.search(queries, k=3, precision="binary", candidates=8)
+  want = quantized_search.semantic_search(enc.encode(queries)[:, :10], enc.encode(SENTENCES)[:, :10], 3,
+                                          "binary", candidates=8, ranges=ranges[:, :10])
+  assert [[h["corpus_id"] for h in row] for row in got] == [[h["corpus_id"] for h in row] for row in want]
+  np.testing.assert_allclose([[h["score"] for h in row] for row in got],
+                             [[h["score"] for h in row] for row in want], atol=1e-5)
+  assert got[0][0]["sentence"] == SENTENCES[got[0][0]["corpus_id"]]
+  out = served.text_model.signatures["serving_default"](sentences=tf.constant(queries))
+  np.testing.assert_array_equal(out["embeddings_int8"].numpy(),
+                                quantization.quantize_embeddings(out["embeddings"].numpy(), "int8", ranges=ranges))
+  with pytest.raises(ValueError, match="no float32 search model"):
+    served.search(queries, precision="float32")
+  with pytest.raises(ValueError, match="search precision 'int8' is not supported"):
+    served.search(queries, precision="int8")
+  with pytest.raises(ValueError, match="search precision 'int8' is not supported"):
+    enc.semantic_search(queries, SENTENCES, precision="int8")
+  with pytest.raises(ValueError, match=r"truncate_dim must be an int in 1..16 \(the embedding width\), got 17"):
+    enc.export(str(tmp_path / "other"), corpus=SENTENCES, search="binary", truncate_dim=17)
+
+
+def test_encode_takes_the_saved_ranges_cut_as_the_vectors_and_not_for_unit_length_ones(gaussian):
+  x = gaussian[0][:, :16] + 1.
+  calibration = calibrator.fit("whitening", x)
+  np.testing.assert_array_equal(int8_ranges.encoding_ranges(calibration, 5), calibration.int8_ranges[:, :5])
+  assert int8_ranges.encoding_ranges(calibration, 5, normalized=True) is None
+  assert int8_ranges.encoding_ranges(None) is None
+  calibration.int8_ranges = None                      # a calibration saved before ranges were fitted
+  assert int8_ranges.encoding_ranges(calibration) is None
