@@ -23,6 +23,7 @@ from absl import logging
 from bert_flow_tf import quantization
 from bert_flow_tf import search
 from bert_flow_tf import similarity as similarity_lib
+from bert_flow_tf.calibration import int8_ranges
 from bert_flow_tf.utils import progress
 
 OUTPUT_VALUES = ("sentence_embedding", "token_embeddings", None)
@@ -164,8 +165,9 @@ class StApi:
       show_progress_bar: True, False or None (auto: after 5 s with work left; utils.progress).
       output_value: "sentence_embedding", "token_embeddings" (per sentence float32 [S_i, H]) or None (per
         sentence a dict of the inputs, token_embeddings and sentence_embedding).
-      precision: "float32", "int8", "uint8", "binary" or "ubinary" (bert_flow_tf.quantization; the int8 ranges
-        from this call's vectors).
+      precision: "float32", "int8", "uint8", "binary" or "ubinary" (bert_flow_tf.quantization). int8/uint8 ranges:
+        those fitted with the calibration (calibration.int8_ranges), else, as sentence-transformers, from this
+        call's vectors; unit-length vectors always take this call's.
       convert_to_numpy: bool, one np.ndarray (else a list of tf.Tensor).
       convert_to_tensor: bool, one tf.Tensor (wins over convert_to_numpy).
       device: None, or one device ("cpu", "gpu:0", "/GPU:0") to run on.
@@ -201,7 +203,10 @@ class StApi:
       if output_value == "sentence_embedding":
         x = self._embedded(texts, batch_size, show_progress_bar, truncate_dim, normalize_embeddings)
         if precision != "float32" and len(x):
-          x = quantization.quantize_embeddings(x, precision)
+          ranges = int8_ranges.encoding_ranges(getattr(self, "calibration", None), truncate_dim,
+                                               normalized=bool(getattr(self, "normalize", False) or
+                                                               normalize_embeddings))
+          x = quantization.quantize_embeddings(x, precision, ranges=ranges)
         out = tf.constant(x) if convert_to_tensor else x if convert_to_numpy else [tf.constant(v) for v in x]
       else:
         rows = self._token_outputs(texts, batch_size or self.batch_size)

@@ -184,6 +184,14 @@ def test_an_encoders_corpus_exports_block_by_block_and_exported_encoder_searches
   assert enc.semantic_search(queries, SENTENCES, top_k=3, precision="binary", candidates=8) == \
       quantized_search.semantic_search(enc.encode(queries), enc.encode(SENTENCES), 3, "binary", candidates=8,
                                        ranges=ranges)
+  np.testing.assert_array_equal(enc.encode(queries, precision="int8"),   # the saved ranges, not the call's
+                                quantization.quantize_embeddings(enc.encode(queries), "int8", ranges=ranges))
+  np.testing.assert_array_equal(enc.encode(queries, precision="uint8", truncate_dim=10),
+                                quantization.quantize_embeddings(enc.encode(queries)[:, :10], "uint8",
+                                                                 ranges=ranges[:, :10]))
+  np.testing.assert_array_equal(enc.encode(queries, precision="int8", normalize_embeddings=True),
+                                quantization.quantize_embeddings(enc.encode(queries, normalize_embeddings=True),
+                                                                 "int8"))
   monkeypatch.setattr(binary_search, "BLOCK_ROWS", 4)     # 23 sentences in 6 blocks
   paths = enc.export(str(tmp_path / "exp"), corpus=SENTENCES, search="binary", truncate_dim=10,
                      precisions=("int8", "binary"))

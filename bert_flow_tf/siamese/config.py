@@ -48,7 +48,7 @@ class SiameseConfig:
     train_batch_size: int. Global training batch (pairs).
     eval_batch_size: int. Global eval batch (pairs).
     predict_batch_size: int. Global predict batch (pairs).
-    learning_rate: float. BERT's peak learning rate (AdamWeightDecay).
+    learning_rate: float >= 0. BERT's peak learning rate (AdamWeightDecay); 0 keeps BERT as it is.
     num_train_epochs: float. Epochs over the training pairs.
     warmup_proportion: float in [0, 1]. Share of steps with linear warmup; then linear decay to 0.
     seed: int. Data order, label dropping, [MASK] positions, fresh weights.
@@ -57,7 +57,7 @@ class SiameseConfig:
     log_every_step: int. Log the losses every this many steps.
     flow: bool. Put a Glow on the pooled embeddings (u, v become its outputs).
     flow_loss: bool. Train the flow on its NLL with its own optimizer (needs flow).
-    flow_learning_rate: float. The flow optimizer's constant learning rate.
+    flow_learning_rate: float >= 0. The flow optimizer's constant learning rate; 0 keeps the flow as it is.
     flow_model_config: str. A glow/configs name or JSON path (default glow.DEFAULT_CONFIG).
     num_examples: int. -1: all pairs labelled; 0: no supervised loss; N: only N labelled (after a seeded
       shuffle).
@@ -91,7 +91,7 @@ class SiameseConfig:
   train_batch_size: int = _checked(checks.positive_int, 16)
   eval_batch_size: int = _checked(checks.positive_int, 64)
   predict_batch_size: int = _checked(checks.positive_int, 64)
-  learning_rate: float = _checked(checks.positive_number, 2e-5)
+  learning_rate: float = _checked(checks.non_negative_number, 2e-5)
   num_train_epochs: float = _checked(checks.positive_number, 1.0)
   warmup_proportion: float = _checked(_fraction, 0.1)
   seed: int = _checked(checks.non_negative_int, 1234)
@@ -100,7 +100,7 @@ class SiameseConfig:
   log_every_step: int = _checked(checks.positive_int, 10)
   flow: bool = False
   flow_loss: bool = False
-  flow_learning_rate: float = _checked(checks.positive_number, 1e-3)
+  flow_learning_rate: float = _checked(checks.non_negative_number, 1e-3)
   flow_model_config: str = glow.DEFAULT_CONFIG
   num_examples: int = _checked(checks.int_at_least(-1), -1)
   dupe_factor: int = _checked(checks.positive_int, 1)
