@@ -55,6 +55,7 @@ from bert_flow_tf.evaluation import metrics
 from bert_flow_tf.sentence_encoder import SentenceEncoder
 from bert_flow_tf.serving import binary_search
 from bert_flow_tf.serving import export
+from bert_flow_tf.serving import search_model
 from bert_flow_tf.serving import session_loader
 # pylint: enable=wrong-import-position
 
@@ -218,7 +219,7 @@ def scale(args, corpus, calibrations, query_ids, workdir):
       session.close()
       del index
       if size == args.sizes[0] and dim == x_full.shape[1]:  # the exact model searches the text model's width
-        exact = export.export_search_model(enc.embedder, affine, big, sentences, os.path.join(workdir, f"fp{size}"))
+        exact = search_model.export_search_model(enc.embedder, affine, big, sentences, os.path.join(workdir, f"fp{size}"))
         row["fp32_export_mb"] = dir_mb(exact)
         session = session_loader.SessionModel(exact)
         row["fp32"] = time_session(session, queries, 10, None, 64, args.latency_requests, extra=True)

@@ -21,7 +21,7 @@ and, for in_process, also one `encode` over all those sentences at once (its pip
 the product's bulk path. Ratios: each way's throughput over in_process's per-request throughput.
 Also recorded: the 1/5/15-minute load average before and after (note it next to the numbers).
 
-The search model (export_dir/search/1, `export.export_search_model`) is timed for each of `--search_corpus_sizes`
+The search model (export_dir/search/1, `search_model.export_search_model`) is timed for each of `--search_corpus_sizes`
 (default 10,000 and 100,000 vectors) through the TF1 session loader: single-query latency p50/p99 (k =
 `--search_k`, queries from the latency sentences) and queries/s for requests of `--batch_size` queries. Its corpus
 is RANDOM: standard-normal vectors of width D, what a flow's calibrated vectors follow by construction, with the
@@ -51,7 +51,9 @@ from bert_flow_tf import loaders
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.loaders import presets
+from bert_flow_tf import exported_encoder
 from bert_flow_tf.serving import export
+from bert_flow_tf.serving import search_model
 from bert_flow_tf.serving import session_loader
 from bench.encode import stsb_sentences
 import glow
@@ -108,7 +110,7 @@ def time_search(args, embedder, flow, queries, size, workdir):
   rng = np.random.default_rng(0)
   corpus = rng.standard_normal([size, embedder.dim], dtype=np.float32)
   start = time.perf_counter()
-  path = export.export_search_model(embedder, flow, corpus, [f"corpus sentence {i}" for i in range(size)],
+  path = search_model.export_search_model(embedder, flow, corpus, [f"corpus sentence {i}" for i in range(size)],
                                     os.path.join(workdir, f"search{size}"))
   export_s = time.perf_counter() - start
   session = session_loader.SessionModel(path)
@@ -146,7 +148,7 @@ def time_embedding(args, embedder, flow, bulk, single, workdir):
     x = EmbeddingStore(embedder, batch_size=args.batch_size).vectors(batch, embedder.pooling, show_progress=False)
     return x if flow is None else glow.transform(flow, x)
 
-  serve = export.load_text_model(text_dir).signatures["serving_default"]
+  serve = exported_encoder.load_text_model(text_dir).signatures["serving_default"]
   session = session_loader.SessionModel(text_dir)
   ways = {
       "saved_model": lambda batch: serve(sentences=tf.constant(batch))["embeddings"].numpy(),

@@ -17,6 +17,7 @@ Legend: n = sentences, D = embedding width, k = results per query.
 import json
 import os
 
+import numpy as np
 import tensorflow as tf
 
 from bert_flow_tf.serving import binary_search
@@ -24,6 +25,40 @@ from bert_flow_tf.serving import export
 from bert_flow_tf import quantized_search
 from bert_flow_tf import search
 from bert_flow_tf import st_api
+
+
+def load_text_model(path):
+  """Loads a text SavedModel; imports tensorflow_text first so its ops are registered."""
+  import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
+  return tf.saved_model.load(path)
+
+
+def encode_with_saved_model(model, sentences, batch_size=64):
+  """Embeds sentences through a text SavedModel's serving_default, in input order.
+
+  Args:
+    model: a loaded text SavedModel (see `load_text_model`) or its directory.
+    sentences: list of str.
+    batch_size: int. Sentences per call; batches are formed by character length to limit padding.
+
+  Returns:
+    np.float32 [n, D].
+  """
+  if isinstance(model, (str, os.PathLike)):
+    model = load_text_model(os.fspath(model))
+  serve = model.signatures["serving_default"]
+  sentences = list(sentences)
+  order = np.argsort([len(s) for s in sentences], kind="stable")
+  parts = []
+  for start in range(0, len(order), batch_size):
+    batch = tf.constant([sentences[i] for i in order[start:start + batch_size]], tf.string)
+    parts.append(serve(sentences=batch)["embeddings"].numpy())
+  if not parts:
+    width = serve.structured_outputs["embeddings"].shape[-1]
+    return np.zeros([0, width], np.float32)
+  out = np.empty([len(sentences), parts[0].shape[1]], np.float32)
+  out[order] = np.concatenate(parts)
+  return out
 
 
 def latest_version(export_dir, kind="text"):
@@ -57,7 +92,7 @@ class ExportedEncoder(st_api.StApi):
     self.version = latest_version(export_dir) if version is None else version
     with open(os.path.join(export_dir, export.INFO_FILE), encoding="utf-8") as f:
       self.info = json.load(f)
-    self.text_model = export.load_text_model(os.path.join(export_dir, "text", str(self.version)))
+    self.text_model = load_text_model(os.path.join(export_dir, "text", str(self.version)))
     search_dir = os.path.join(export_dir, "search", str(self.version))
     self.search_model = tf.saved_model.load(search_dir) if os.path.isdir(search_dir) else None
     binary_dir = os.path.join(export_dir, binary_search.KIND, str(self.version))
@@ -74,7 +109,7 @@ class ExportedEncoder(st_api.StApi):
   def _embed(self, texts, batch_size=None, show_progress_bar=None):
     """np.float32 [n, D] through the text model (st_api's hook; no progress line)."""
     del show_progress_bar  # unused
-    return export.encode_with_saved_model(self.text_model, texts, batch_size or self.batch_size)
+    return encode_with_saved_model(self.text_model, texts, batch_size or self.batch_size)
 
   def _token_outputs(self, texts, batch_size):
     raise ValueError("an export serves sentence vectors only: output_value must be 'sentence_embedding'")

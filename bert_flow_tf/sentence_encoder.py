@@ -37,6 +37,7 @@ from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.serving import binary_search
 from bert_flow_tf.serving import export as export_lib
+from bert_flow_tf.serving import search_model
 from bert_flow_tf.utils import io_utils
 
 DEFAULT_POOLING = "last-avg"
@@ -265,13 +266,10 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
 
   def export(self, export_dir, version=1, overwrite=False, corpus=None, search="float32", truncate_dim=None,
              precisions=()):
-    """Writes the servable SavedModels (README: Encoding and serving; bert_flow_tf/serving/export.py).
-
-    export_dir/text/<version> (strings in), export_dir/ids/<version> (token ids in) and export_info.json, as
-    run_flow.py --export_dir writes them, with the calibration in the graph (a flow, or a baseline as
-    export.Affine); with a corpus also export_dir/search/<version>: query strings and k in,
-    the top-k corpus indices, cosine scores and sentences out, computed in the graph. `ExportedEncoder` loads
-    them back.
+    """Writes the servable SavedModels, with the calibration in the graph (a flow, or a baseline as export.Affine):
+    export_dir/text/<version> (strings in), ids/<version> (token ids in) and export_info.json (serving/export.py),
+    as run_flow.py --export_dir; with a corpus also search/<version> (serving/search_model.py) or
+    binary_search/<version>. `ExportedEncoder` loads them back.
 
     Args:
       export_dir: str.
@@ -297,6 +295,6 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
                                          precisions)
     if corpus is not None and search == "float32":
       corpus = list(corpus)
-      paths["search"] = export_lib.export_search_model(self.embedder, flow, self._embed(corpus), corpus, export_dir,
-                                                       version=version, overwrite=overwrite)
+      paths["search"] = search_model.export_search_model(self.embedder, flow, self._embed(corpus), corpus,
+                                                         export_dir, version=version, overwrite=overwrite)
     return paths

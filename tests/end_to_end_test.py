@@ -51,10 +51,11 @@ PAIRS_B = SENTENCES[1:] + SENTENCES[:1]
 # Runs in a fresh interpreter: loads both SavedModels by path only and writes their outputs to an .npz.
 _LOAD_AND_RUN = """
 import sys, json, numpy as np, tensorflow as tf
+from bert_flow_tf import exported_encoder
 from bert_flow_tf.serving import export
 text_dir, ids_dir, in_json, out_npz = sys.argv[1:]
 data = json.load(open(in_json))
-text = export.load_text_model(text_dir)
+text = exported_encoder.load_text_model(text_dir)
 emb = text.signatures["serving_default"](sentences=tf.constant(data["a"]))["embeddings"].numpy()
 cos = text.signatures["similarity"](sentences_a=tf.constant(data["a"]),
                                     sentences_b=tf.constant(data["b"]))["cosine"].numpy()

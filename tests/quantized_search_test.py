@@ -13,6 +13,7 @@ from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import int8_ranges
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.serving import binary_search
+from bert_flow_tf import exported_encoder
 from bert_flow_tf.serving import export
 from bert_flow_tf.serving import op_audit
 from tests.embedding.engine_vectors import engine_vectors
@@ -160,7 +161,7 @@ def test_the_text_model_emits_one_quantized_output_per_precision(tiny_embedder, 
   ranges = int8_ranges.fit_ranges(vectors)
   quantizer = binary_search.GraphQuantizer(("int8", "binary"), ranges, 16)
   paths = export.export_models(tiny_embedder, None, str(tmp_path), quantizer=quantizer)
-  out = export.load_text_model(paths["text"]).signatures["serving_default"](sentences=tf.constant(SENTENCES))
+  out = exported_encoder.load_text_model(paths["text"]).signatures["serving_default"](sentences=tf.constant(SENTENCES))
   assert sorted(out) == ["embeddings", "embeddings_binary", "embeddings_int8"]
   embeddings = out["embeddings"].numpy()
   np.testing.assert_array_equal(out["embeddings_int8"].numpy(),

@@ -22,6 +22,7 @@ from tensorflow_serving.apis import predict_pb2
 from tensorflow_serving.apis import prediction_service_pb2_grpc
 
 import glow
+from bert_flow_tf import exported_encoder
 from bert_flow_tf.serving import export
 from bert_flow_tf.calibration import flow_fitting
 from bert_flow_tf.calibration import pair_sources
@@ -91,7 +92,7 @@ def exported(tmp_path_factory):
   flow.data_init(tf.constant(raw))
   z = flow(tf.constant(raw), training=False)[0].numpy()[-4:]
   export.export_models(embedder, flow, str(tmp / "export"), version=1)
-  models = {"sts_text": export.load_text_model(str(tmp / "export" / "text" / "1")),
+  models = {"sts_text": exported_encoder.load_text_model(str(tmp / "export" / "text" / "1")),
             "sts_ids": tf.saved_model.load(str(tmp / "export" / "ids" / "1"))}
   return {"dir": tmp / "export", "models": models, "want": z[:2], "want_others": z[2:]}
 

@@ -17,6 +17,7 @@ import tensorflow_hub as hub
 import tf_keras as keras
 from tensorflow.core.protobuf import saved_model_pb2
 
+from bert_flow_tf import exported_encoder
 from bert_flow_tf.serving import export
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.serving import op_audit
@@ -156,7 +157,7 @@ def test_session_loader_in_a_fresh_process(exported):
 def test_warmup_records_run_against_the_saved_models(exported):
   paths, want = exported["paths"], exported["want_warmup"]
   n = len(warmup.WARMUP_SENTENCES)
-  text = export.load_text_model(paths["text"])
+  text = exported_encoder.load_text_model(paths["text"])
   logs = warmup.read(paths["text"])
   assert [warmup.request_inputs(log)[0] for log in logs] == ["serving_default", "serving_default", "similarity"]
   outputs = []

@@ -146,8 +146,8 @@ class _BinarySearchModel(tf.Module):
 
   def __init__(self, embedder, flow, corpus, sentences):
     super().__init__(name="binary_search_model")
-    text = export_lib._TextEmbedder(embedder, flow)  # pylint: disable=protected-access
-    self._text = types.SimpleNamespace(embedder=text)  # untracked, as in export._SearchModel
+    text = export_lib.TextEmbedder(embedder, flow)  # pylint: disable=protected-access
+    self._text = types.SimpleNamespace(embedder=text)  # untracked, as in search_model.SearchModel
     self.text_variables = list(text.variables)
     self.tokenizer = text.tokenizer
     self.index = BinaryIndex(corpus)
@@ -181,7 +181,7 @@ def export_binary_search(embedder, flow, blocks, rows, ranges, export_dir, versi
   Returns:
     str, the SavedModel directory.
   """
-  export_lib._check_version(version)  # pylint: disable=protected-access
+  export_lib.check_version(version)  # pylint: disable=protected-access
   path = os.path.join(export_dir, KIND, str(version))
   if os.path.exists(path) and not overwrite:
     raise FileExistsError(f"{path} exists; pass overwrite=True or choose another version")
@@ -194,7 +194,7 @@ def export_binary_search(embedder, flow, blocks, rows, ranges, export_dir, versi
     raise ValueError(f"the corpus needs M >= 1 vectors and sentences, M = {rows}; got {corpus.filled} vectors "
                      f"and {len(sentences)} sentences")
   model = _BinarySearchModel(embedder, flow, corpus, sentences)
-  export_lib._save_atomically(model, path, {"serving_default": model.serve_search})  # pylint: disable=protected-access
+  export_lib.save_atomically(model, path, {"serving_default": model.serve_search})  # pylint: disable=protected-access
   return path
 
 

@@ -7,9 +7,8 @@
       similarity:      sentences_a, sentences_b string [B]         -> cosine float32 [B]
   <export_dir>/ids/<version>/    tokenizer-free (no TF.Text ops), for servers built without them.
       serving_default: input_word_ids, input_mask, input_type_ids int32 [B, S] -> embeddings float32 [B, D]
-  <export_dir>/search/<version>/ (with a corpus, `export_search_model`) the text model + the corpus, top-k in the graph.
-      serving_default: queries string [B], k int32 [] -> indices int32 [B, k], scores float32 [B, k],
-                       sentences string [B, k]  (k' = min(k, M) columns, best first)
+  <export_dir>/search/<version>/ and binary_search/<version>/: the text model and a corpus, searched in the graph
+      (serving/search_model.py, serving/binary_search.py).
   <export_dir>/export_info.json  model source, pooling, max_seq_length, do_lower_case, calibration, flow config, D.
 
 Each SavedModel carries TF Serving warm-up requests in `assets.extra/` (bert_flow_tf.serving.warmup) when
@@ -29,12 +28,7 @@ leaves no half-written version (TF Serving ignores names that are not numbers). 
 only with `overwrite=True`, and only if it is a SavedModel: a folder holding anything else is refused
 (docs/security.md).
 
-The search model stores the corpus's calibrated vectors, L2-normalised, as a float32 [D, M] variable and its
-sentences as a string [M] variable; a query batch is embedded as by the text model, normalised, multiplied by the
-corpus matrix (cosine [B, M]) and reduced with `tf.math.top_k` (equal scores: the lower index first): core ops
-only, besides the tokenizer's. Its answers are those of `search.semantic_search` on the same vectors.
-
-Legend: B = batch size, S = padded length, D = embedding width, M = corpus sentences.
+Legend: B = batch size, S = padded length, D = embedding width.
 """
 import json
 import os
@@ -54,7 +48,7 @@ INFO_FILE = "export_info.json"
 # What a version folder holds (tf.saved_model.save, then the warm-up requests), saved_model.pb first.
 SAVED_MODEL_FILES = ("saved_model.pb", "variables", "assets", "assets.extra", "fingerprint.pb")
 _IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
-_TEXT_SPEC = tf.TensorSpec([None], tf.string)
+TEXT_SPEC = tf.TensorSpec([None], tf.string)
 
 
 class Affine(tf.Module):
@@ -112,7 +106,7 @@ class _IdsEmbedder(tf.Module):
     return {"embeddings": self.embed_ids(packing.input_dict(input_word_ids, input_mask, input_type_ids))}
 
 
-class _TextEmbedder(_IdsEmbedder):
+class TextEmbedder(_IdsEmbedder):
   """The ids embedder behind the in-graph tokenizer; the text SavedModel's root.
 
   It follows TF-Hub's Reusable SavedModel API: a callable root plus `variables` and `trainable_variables`
@@ -134,17 +128,17 @@ class _TextEmbedder(_IdsEmbedder):
     bounded = text_bound.bound_text(sentences, self.tokenizer.max_seq_length, self.tokenizer.do_lower_case)
     return self.embed_ids(packing.pack_to_longest(self.tokenizer, self.tokenizer.tokenize(bounded)))
 
-  @tf.function(input_signature=[_TEXT_SPEC])
+  @tf.function(input_signature=[TEXT_SPEC])
   def serve_text(self, sentences):
     embeddings = self.embed_text(sentences)
     return {"embeddings": embeddings, **(self.quantizer(embeddings) if self.quantizer else {})}
 
-  @tf.function(input_signature=[_TEXT_SPEC])
+  @tf.function(input_signature=[TEXT_SPEC])
   def __call__(self, sentences):
     """tf.string [B] -> float32 [B, D]; what `hub.KerasLayer` calls when given no signature."""
     return self.embed_text(sentences)
 
-  @tf.function(input_signature=[_TEXT_SPEC, _TEXT_SPEC])
+  @tf.function(input_signature=[TEXT_SPEC, TEXT_SPEC])
   def serve_similarity(self, sentences_a, sentences_b):
     with tf.control_dependencies([tf.debugging.assert_equal(
         tf.size(sentences_a), tf.size(sentences_b),
@@ -155,63 +149,7 @@ class _TextEmbedder(_IdsEmbedder):
     return {"cosine": tf.reduce_sum(a * b, axis=1) / norms}
 
 
-class _SearchModel(tf.Module):
-  """The text embedder and a corpus: queries -> top-k corpus sentences by cosine; the search SavedModel's root."""
-
-  def __init__(self, embedder, flow, corpus_vectors, corpus_sentences):
-    super().__init__(name="search_model")
-    # The text embedder untracked, its variables and tokenizer (vocab asset) tracked: saving it tracked would
-    # also trace and store its own signatures, which this model does not serve.
-    text = _TextEmbedder(embedder, flow)
-    self._text = types.SimpleNamespace(embedder=text)
-    self.text_variables = list(text.variables)
-    self.tokenizer = text.tokenizer
-    # Stored as [D, M]: a matmul with transpose_b on [M, D] was 3.4x slower per query at M = 100,000 here.
-    self.corpus = tf.Variable(np.ascontiguousarray(search.normalize(corpus_vectors).T), trainable=False,
-                              name="corpus")                                         # [D, M], unit columns
-    self.sentences = tf.Variable(tf.constant(list(corpus_sentences), tf.string), trainable=False,
-                                 name="sentences")                                   # [M]
-
-  @tf.function(input_signature=[_TEXT_SPEC, tf.TensorSpec([], tf.int32)])
-  def serve_search(self, queries, k):
-    with tf.control_dependencies([tf.debugging.assert_positive(k, message="search needs k >= 1")]):
-      q = self._text.embedder.embed_text(queries)                                   # [B, D]
-    q = q / tf.maximum(tf.norm(q, axis=1, keepdims=True), search.COSINE_EPS)
-    scores = tf.matmul(q, self.corpus)                                                # [B, M]
-    top = tf.math.top_k(scores, k=tf.minimum(k, tf.shape(self.corpus)[1]))            # [B, k']
-    return {"indices": top.indices, "scores": top.values, "sentences": tf.gather(self.sentences, top.indices)}
-
-
-def export_search_model(embedder, flow, corpus_vectors, corpus_sentences, export_dir, version=1, overwrite=False):
-  """Writes export_dir/search/<version>: the text model's embedding and the corpus, searched in the graph.
-
-  Args:
-    embedder: SentenceEmbedder, as `export_models`.
-    flow: a glow.Glow or an Affine over width D, or None.
-    corpus_vectors: float [M, D], the corpus's embeddings as this embedder and flow give them (normalised here).
-    corpus_sentences: list of M str.
-    export_dir: str. Base directory.
-    version: int >= 1.
-    overwrite: bool. Replace an existing version (a SavedModel; a folder holding anything else is refused).
-
-  Returns:
-    str, the SavedModel directory.
-  """
-  corpus_vectors = np.asarray(corpus_vectors, np.float32)
-  if corpus_vectors.ndim != 2 or len(corpus_vectors) != len(corpus_sentences) or not len(corpus_sentences):
-    raise ValueError(f"the corpus needs vectors [M >= 1, D] for its M sentences, got {corpus_vectors.shape} for "
-                     f"{len(corpus_sentences)} sentences")
-  _check_version(version)
-  path = os.path.join(export_dir, "search", str(version))
-  if os.path.exists(path) and not overwrite:
-    raise FileExistsError(f"{path} exists; pass overwrite=True or choose another version")
-  model = _SearchModel(embedder, flow, corpus_vectors, corpus_sentences)
-  warmup = _warmup_module()
-  _save_atomically(model, path, {"serving_default": model.serve_search}, warmup and warmup.search_model_logs())
-  return path
-
-
-def _check_version(version):
+def check_version(version):
   if isinstance(version, bool) or not isinstance(version, int) or version < 1:
     raise ValueError(f"version must be an int >= 1 (a TF Serving version directory), got {version!r}")
 
@@ -237,7 +175,7 @@ def export_models(embedder, flow, export_dir, version=1, overwrite=False, quanti
     ValueError: a bad version, or a flow whose width is not D.
     FileExistsError: a version directory exists and overwrite is False.
   """
-  _check_version(version)
+  check_version(version)
   if flow is not None and flow.dim != embedder.dim:
     raise ValueError(f"flow width {flow.dim} != embedding width D={embedder.dim} "
                      f"({embedder.pooling.describe()})")
@@ -245,13 +183,13 @@ def export_models(embedder, flow, export_dir, version=1, overwrite=False, quanti
   for path in paths.values():
     if os.path.exists(path) and not overwrite:
       raise FileExistsError(f"{path} exists; pass overwrite=True or choose another version")
-  warmup = _warmup_module()
-  text = _TextEmbedder(embedder, flow, quantizer)
-  _save_atomically(text, paths["text"], {"serving_default": text.serve_text,
+  warmup = warmup_module()
+  text = TextEmbedder(embedder, flow, quantizer)
+  save_atomically(text, paths["text"], {"serving_default": text.serve_text,
                                          "similarity": text.serve_similarity},
                    warmup and warmup.text_model_logs())
   ids = _IdsEmbedder(embedder, flow)
-  _save_atomically(ids, paths["ids"], {"serving_default": ids.serve_ids},
+  save_atomically(ids, paths["ids"], {"serving_default": ids.serve_ids},
                    warmup and warmup.ids_model_logs(embedder.tokenizer))
   info_path = os.path.join(export_dir, INFO_FILE)
   info = export_info(embedder, flow, version)
@@ -287,7 +225,7 @@ def export_info(embedder, flow, version):
   }
 
 
-def _warmup_module():
+def warmup_module():
   """bert_flow_tf.serving.warmup, or None (with a warning) when tensorflow-serving-api is not installed."""
   try:
     from bert_flow_tf.serving import warmup  # pylint: disable=g-import-not-at-top,import-outside-toplevel
@@ -297,7 +235,7 @@ def _warmup_module():
   return warmup
 
 
-def _save_atomically(module, path, signatures, warmup_logs=None):
+def save_atomically(module, path, signatures, warmup_logs=None):
   """tf.saved_model.save and the warm-up records into a temporary sibling of `path`, then renames it onto `path`.
 
   Args:
@@ -310,39 +248,5 @@ def _save_atomically(module, path, signatures, warmup_logs=None):
   with io_utils.atomic_dir(path, own=SAVED_MODEL_FILES, remedy="remove it") as tmp:
     tf.saved_model.save(module, tmp, signatures=signatures)
     if warmup_logs:
-      _warmup_module().write(tmp, warmup_logs)
-
-
-def load_text_model(path):
-  """Loads a text SavedModel; imports tensorflow_text first so its ops are registered."""
-  import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
-  return tf.saved_model.load(path)
-
-
-def encode_with_saved_model(model, sentences, batch_size=64):
-  """Embeds sentences through a text SavedModel's serving_default, in input order.
-
-  Args:
-    model: a loaded text SavedModel (see `load_text_model`) or its directory.
-    sentences: list of str.
-    batch_size: int. Sentences per call; batches are formed by character length to limit padding.
-
-  Returns:
-    np.float32 [n, D].
-  """
-  if isinstance(model, (str, os.PathLike)):
-    model = load_text_model(os.fspath(model))
-  serve = model.signatures["serving_default"]
-  sentences = list(sentences)
-  order = np.argsort([len(s) for s in sentences], kind="stable")
-  parts = []
-  for start in range(0, len(order), batch_size):
-    batch = tf.constant([sentences[i] for i in order[start:start + batch_size]], tf.string)
-    parts.append(serve(sentences=batch)["embeddings"].numpy())
-  if not parts:
-    width = serve.structured_outputs["embeddings"].shape[-1]
-    return np.zeros([0, width], np.float32)
-  out = np.empty([len(sentences), parts[0].shape[1]], np.float32)
-  out[order] = np.concatenate(parts)
-  return out
+      warmup_module().write(tmp, warmup_logs)
 

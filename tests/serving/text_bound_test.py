@@ -13,6 +13,7 @@ import tensorflow as tf
 from bert_flow_tf.data import sts
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.modeling import tokenizer as tokenizer_lib
+from bert_flow_tf import exported_encoder
 from bert_flow_tf.serving import export
 from bert_flow_tf.serving import op_audit
 from bert_flow_tf.serving import text_bound
@@ -64,12 +65,12 @@ def test_the_text_saved_model_gives_the_same_vectors_and_a_long_string_its_prefi
   paths = export.export_models(embedder, None, str(tmp_path / "export"))
   audit = op_audit.audit_saved_model(paths["text"])
   assert audit.servable(), audit.problems  # the cut's ops are TF Serving's core ops
-  model = export.load_text_model(paths["text"])
+  model = exported_encoder.load_text_model(paths["text"])
   sentences = ["a man plays the guitar .", "the dog runs !", "a a a a a a a a a a a a a a a a a a a a a"]
-  np.testing.assert_allclose(export.encode_with_saved_model(model, sentences), engine_vectors(embedder, sentences),
+  np.testing.assert_allclose(exported_encoder.encode_with_saved_model(model, sentences), engine_vectors(embedder, sentences),
                              atol=1e-5)
   long = "a man plays the guitar . " * 40000  # 1 MB
-  vectors = export.encode_with_saved_model(model, [long, long[:4000]])
+  vectors = exported_encoder.encode_with_saved_model(model, [long, long[:4000]])
   np.testing.assert_array_equal(vectors[0], vectors[1])
 
 
