@@ -194,4 +194,7 @@ def load(folder):
                              os.path.join(folder, fitted_flow.INFO_FILE)) from e
     calibration = FlowCalibration(fitted_flow.load(folder), config, info)
   calibration.int8_ranges = int8_ranges.load(folder)
+  if calibration.int8_ranges is not None and calibration.int8_ranges.shape[1] != calibration.dim:
+    raise errors.UserError(f"int8 ranges of width {calibration.int8_ranges.shape[1]} for a calibration of width "
+                           f"{calibration.dim}", os.path.join(folder, int8_ranges.RANGES_FILE))
   return calibration

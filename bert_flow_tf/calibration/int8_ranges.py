@@ -98,10 +98,11 @@ def load(folder):
     return None
   try:
     ranges = np.load(path, allow_pickle=False)
-  except (OSError, ValueError) as e:
+  except (OSError, ValueError, EOFError) as e:  # EOFError: an empty or cut file
     raise errors.UserError(f"unreadable int8 ranges ({str(e)[:200]})", path) from e
-  if ranges.dtype != np.float32 or ranges.ndim != 2 or len(ranges) != 2 or not np.all(ranges[1] >= ranges[0]):
-    raise errors.UserError(f"not int8 ranges (want float32 [2, D] with highs >= lows), got {ranges.dtype} "
+  if (ranges.dtype != np.float32 or ranges.ndim != 2 or len(ranges) != 2 or not np.all(np.isfinite(ranges)) or
+      not np.all(ranges[1] >= ranges[0])):
+    raise errors.UserError(f"not int8 ranges (want finite float32 [2, D] with highs >= lows), got {ranges.dtype} "
                            f"{list(ranges.shape)}", path)
   return ranges
 
