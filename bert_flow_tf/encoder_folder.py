@@ -28,6 +28,7 @@ import numpy as np
 from bert_flow_tf import loaders
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import fitted_flow
+from bert_flow_tf.embedding import settings
 from bert_flow_tf.loaders import presets
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.utils import errors
@@ -172,7 +173,7 @@ class EncoderFiles:
     return path
 
   @classmethod
-  def load(cls, path, model=None, batch_size=64, cache_dir=None, trust_saved_model=False):
+  def load(cls, path, model=None, batch_size=settings.BATCH_SENTENCES, cache_dir=None, trust_saved_model=False):
     """Restores what `save(path)` wrote: the model it names (or `model`), pooling, max_seq_length, settings and
     calibration.
 

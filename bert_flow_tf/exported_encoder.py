@@ -20,6 +20,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from bert_flow_tf.embedding import settings
 from bert_flow_tf.serving import binary_search
 from bert_flow_tf.serving import export
 from bert_flow_tf import quantized_search
@@ -33,7 +34,7 @@ def load_text_model(path):
   return tf.saved_model.load(path)
 
 
-def encode_with_saved_model(model, sentences, batch_size=64):
+def encode_with_saved_model(model, sentences, batch_size=settings.BATCH_SENTENCES):
   """Embeds sentences through a text SavedModel's serving_default, in input order.
 
   Args:
@@ -87,7 +88,7 @@ class ExportedEncoder(st_api.StApi):
     binary_search_model: the loaded binary search SavedModel (serving.binary_search), or None.
   """
 
-  def __init__(self, export_dir, version=None, batch_size=64):
+  def __init__(self, export_dir, version=None, batch_size=settings.BATCH_SENTENCES):
     self.batch_size = batch_size
     self.version = latest_version(export_dir) if version is None else version
     with open(os.path.join(export_dir, export.INFO_FILE), encoding="utf-8") as f:

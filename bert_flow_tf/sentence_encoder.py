@@ -29,6 +29,7 @@ from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import flow_fitting
 from bert_flow_tf.calibration import store_stream
 from bert_flow_tf.data import pairs as pairs_lib
+from bert_flow_tf.embedding import settings
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.loaders import presets
@@ -39,8 +40,6 @@ from bert_flow_tf.serving import binary_search
 from bert_flow_tf.serving import export as export_lib
 from bert_flow_tf.serving import search_model
 from bert_flow_tf.utils import io_utils
-
-DEFAULT_POOLING = "last-avg"
 
 
 def _embedder(model, pooling, max_seq_length, load_kwargs):
@@ -79,9 +78,9 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     max_seq_length: int, tokens per sentence (read and set; longer ones are cut, with a warning per call).
   """
 
-  def __init__(self, model=presets.DEFAULT, calibration=None, batch_size=64, cache_dir=None, prompts=None,
-               default_prompt_name=None, truncate_dim=None, similarity_fn_name=None, normalize=None, pooling=None,
-               max_seq_length=None, **load_kwargs):
+  def __init__(self, model=presets.DEFAULT, calibration=None, batch_size=settings.BATCH_SENTENCES, cache_dir=None,
+               prompts=None, default_prompt_name=None, truncate_dim=None, similarity_fn_name=None, normalize=None,
+               pooling=None, max_seq_length=None, **load_kwargs):
     folder = presets.model_dir(model) if isinstance(model, (str, os.PathLike)) else None
     st = st_folder.read(folder) if folder is not None and st_folder.is_st_folder(folder) else None
     if isinstance(model, SentenceEmbedder):
@@ -89,7 +88,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
         raise ValueError("pooling, max_seq_length and load options are the SentenceEmbedder's own: give a model")
       self.embedder = model
     else:
-      self.embedder = _embedder(model, pooling or (st.pooling if st else DEFAULT_POOLING),
+      self.embedder = _embedder(model, pooling or (st.pooling if st else settings.POOLING),
                                 max_seq_length or (st and st.max_seq_length), load_kwargs)
     self.batch_size = batch_size
     self.cache_dir = cache_dir
@@ -107,9 +106,9 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
       self._set_calibration(calibration)
 
   @classmethod
-  def from_pretrained(cls, model=presets.DEFAULT, pooling=None, max_seq_length=None, batch_size=64, cache_dir=None,
-                      prompts=None, default_prompt_name=None, truncate_dim=None, similarity_fn_name=None,
-                      **load_kwargs):
+  def from_pretrained(cls, model=presets.DEFAULT, pooling=None, max_seq_length=None,
+                      batch_size=settings.BATCH_SENTENCES, cache_dir=None, prompts=None, default_prompt_name=None,
+                      truncate_dim=None, similarity_fn_name=None, **load_kwargs):
     """Loads a BERT for encoding sentences (uncalibrated until `fit` or `load_calibration`).
 
     A sentence-transformers folder, or a preset (by its name or Hub id: "all-MiniLM-L6-v2",

@@ -10,6 +10,8 @@ import os
 
 from apache_beam.ml.inference import base
 
+from bert_flow_tf.embedding import settings
+
 DEFAULT_INFERENCE_BATCH = 2048
 
 
@@ -27,7 +29,7 @@ class QuantitiesHandler(base.ModelHandler):
       cores; with N worker processes on one machine give cores / N).
   """
 
-  def __init__(self, model_kwargs, names, max_seq_length, batch_size=64,
+  def __init__(self, model_kwargs, names, max_seq_length, batch_size=settings.BATCH_SENTENCES,
                inference_batch_size=DEFAULT_INFERENCE_BATCH, intra_op_threads=None):
     if not names:
       raise ValueError("names: no quantity to compute (empty)")

@@ -30,6 +30,7 @@ from apache_beam.ml.inference.base import RunInference
 from bert_flow_tf.beam import filesystem
 from bert_flow_tf.beam import local_runner
 from bert_flow_tf.beam import model_handler
+from bert_flow_tf.embedding import settings
 from bert_flow_tf.embedding import store_files
 
 NAMESPACE = "bert_flow_tf"
@@ -139,9 +140,9 @@ def counters(result):
   return out
 
 
-def embed_files(input_pattern, cache_dir, model_kwargs, poolings, max_seq_length=64, batch_size=64,
-                shard_size=store_files.DEFAULT_SHARD_SIZE, inference_batch_size=None, intra_op_threads=None,
-                options=None):
+def embed_files(input_pattern, cache_dir, model_kwargs, poolings, max_seq_length=settings.MAX_SEQ_LENGTH,
+                batch_size=settings.BATCH_SENTENCES, shard_size=store_files.DEFAULT_SHARD_SIZE,
+                inference_batch_size=None, intra_op_threads=None, options=None):
   """Embeds the distinct sentences of the files `input_pattern` matches into the store under `cache_dir`.
 
   Loads the model here too (the store key hashes its files; the quantities depend on its depth), then runs the

@@ -85,7 +85,7 @@ class QuantityEncoder(tf.Module):
       self._steps[key] = tf.function(step, input_signature=signature, autograph=False)
     return self._steps[key]
 
-  def encode_quantities(self, sentences, names, batch_size=64, progress=None):
+  def encode_quantities(self, sentences, names, batch_size=settings.BATCH_SENTENCES, progress=None):
     """Per-sentence quantities in input order.
 
     Args:
@@ -138,7 +138,7 @@ class QuantityEncoder(tf.Module):
     lengths = self.tokenizer.tokenize_list(sentences).row_lengths().numpy()
     return int(np.sum(lengths > self.max_seq_length - 2))
 
-  def token_outputs(self, sentences, batch_size=64):
+  def token_outputs(self, sentences, batch_size=settings.BATCH_SENTENCES):
     """The last block's token vectors of each sentence, with its packed inputs, in input order.
 
     Args:
