@@ -245,11 +245,10 @@ class EncoderFiles:
       ValueError: naming each setting that differs, with this encoder's value and the flow's; errors.UserError:
         a missing, broken or corrupt file of the flow (naming it).
     """
-    fitted_flow.read_info(flow_dir)  # a missing or broken flow.json: errors.UserError naming it
-    try:
-      fitted_flow.check(flow_dir, dim=self.embedder.dim, provenance={
-          "sentence_embedding_type": self.embedder.pooling.name, "max_seq_length": self.embedder.max_seq_length})
-    except errors.UserError as e:  # a sound flow fitted on other vectors: a ValueError about the pairing
-      raise ValueError(e.what) from e
-    self._set_calibration(calibrator.load(flow_dir))
+    info = fitted_flow.read_info(flow_dir)  # a missing or broken flow.json: errors.UserError naming it
+    wrong = fitted_flow.mismatch(info, dim=self.embedder.dim, provenance={
+        "sentence_embedding_type": self.embedder.pooling.name, "max_seq_length": self.embedder.max_seq_length})
+    if wrong:  # a sound flow fitted on other vectors: a ValueError about the pairing
+      raise ValueError(wrong)
+    self._set_calibration(calibrator.load(flow_dir, flow_info=info))
     return self

@@ -180,19 +180,22 @@ def fit(method, x, fit_config=None):
   return _with_ranges(FlowCalibration(flow, fit_config, summary), x)
 
 
-def load(folder):
+def load(folder, flow_info=None):
   """Restores the calibration `save(folder)` wrote, checked (baselines.load_baseline, fitted_flow.load). Returns
-  FlowCalibration or BaselineCalibration; errors.UserError naming the file for anything missing or wrong."""
-  if os.path.isfile(os.path.join(folder, BASELINE_FILE)):
+  FlowCalibration or BaselineCalibration; errors.UserError naming the file for anything missing or wrong.
+
+  flow_info: dict, the flow.json of a flow's folder when the caller has read it (`fitted_flow.read_info`), or None.
+  """
+  if flow_info is None and os.path.isfile(os.path.join(folder, BASELINE_FILE)):
     calibration = BaselineCalibration(baselines.load_baseline(os.path.join(folder, BASELINE_FILE)))
   else:
-    info = fitted_flow.read_info(folder)
+    info = fitted_flow.read_info(folder) if flow_info is None else flow_info
     try:
       config = flow_fitting.FlowFitConfig(**info["fit"])
     except (TypeError, ValueError) as e:
       raise errors.UserError(f'"fit" is not a flow fit config ({str(e)[:200]})',
                              os.path.join(folder, fitted_flow.INFO_FILE)) from e
-    calibration = FlowCalibration(fitted_flow.load(folder), config, info)
+    calibration = FlowCalibration(fitted_flow.load(folder, info), config, info)
   calibration.int8_ranges = int8_ranges.load(folder)
   if calibration.int8_ranges is not None and calibration.int8_ranges.shape[1] != calibration.dim:
     raise errors.UserError(f"int8 ranges of width {calibration.int8_ranges.shape[1]} for a calibration of width "

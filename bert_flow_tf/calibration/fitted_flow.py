@@ -2,7 +2,8 @@
 
   write_info   flow.json: dim, the Glow config, the fit settings, progress and provenance
   read_info    flow.json back, with one-line errors for a missing or broken file
-  check        flow.json compared with the settings a caller would fit or use it with
+  mismatch     flow.json compared with the settings a caller would fit or use it with
+  check        read_info, then mismatch as an error
   load         the Glow of a finished fit
   save         a fitted Glow written as `flow_fitting.fit_flow` leaves it
   reuse        the one rule for a folder met again: a finished fit with the same settings is loaded, an unfinished
@@ -52,25 +53,37 @@ def read_info(flow_dir):
 
 
 def check(flow_dir, dim=None, fit=None, provenance=None):
-  """Reads the flow.json in `flow_dir` and checks that the flow was fitted as these arguments say.
-
-  Only what is given is compared: `dim` with the flow's width, `fit` with its fit settings, and each key of
-  `provenance` that the flow.json records (a flow written without provenance skips that part).
-
-  Args:
-    flow_dir: str, a directory written by `fit_flow`.
-    dim: int or None, the width of the vectors that will go through the flow.
-    fit: FlowFitConfig or None, the settings the caller would fit with.
-    provenance: dict or None, what the vectors are (as `fit_flow` takes it).
+  """Reads the flow.json in `flow_dir` and checks that the flow was fitted as these arguments say (see `mismatch`).
 
   Returns:
     dict, the flow.json (see `read_info`).
 
   Raises:
-    FileNotFoundError: flow_dir holds no flow.json.
-    ValueError: naming every setting that differs, with the value asked for and the flow's.
+    FileNotFoundError / errors.UserError: flow.json is missing or broken (see `read_info`), or the flow was fitted
+      with other settings (naming every one that differs, with the value asked for and the flow's).
   """
   info = read_info(flow_dir)
+  wrong = mismatch(info, dim=dim, fit=fit, provenance=provenance)
+  if wrong:
+    raise errors.UserError(wrong, flow_dir)
+  return info
+
+
+def mismatch(info, dim=None, fit=None, provenance=None):
+  """What differs between a flow's flow.json and the settings a caller would fit or use it with, or None.
+
+  Only what is given is compared: `dim` with the flow's width, `fit` with its fit settings, and each key of
+  `provenance` that the flow.json records (a flow written without provenance skips that part).
+
+  Args:
+    info: dict, the flow's flow.json (`read_info`).
+    dim: int or None, the width of the vectors that will go through the flow.
+    fit: FlowFitConfig or None, the settings the caller would fit with.
+    provenance: dict or None, what the vectors are (as `fit_flow` takes it).
+
+  Returns:
+    None, or str: one line naming every setting that differs, with the value asked for and the flow's.
+  """
   fitted = info.get("provenance") or {}
   asked = {k: (v, fitted[k]) for k, v in (provenance or {}).items() if k in fitted}
   if dim is not None:
@@ -79,21 +92,25 @@ def check(flow_dir, dim=None, fit=None, provenance=None):
     ours, theirs = dataclasses.asdict(fit), info["fit"]
     asked.update({f"fit.{k}": (ours.get(k), theirs.get(k)) for k in sorted(ours.keys() | theirs.keys())})
   wrong = {k: v for k, v in asked.items() if v[0] != v[1]}
-  if wrong:
-    names = sorted({k.split(".")[0] for k in wrong})
-    raise errors.UserError(f"the flow was fitted with other settings ({', '.join(names)} differ): " + "; ".join(
-        f"{k}={want} (the flow was fitted with {got})" for k, (want, got) in wrong.items()), flow_dir)
-  return info
+  if not wrong:
+    return None
+  names = sorted({k.split(".")[0] for k in wrong})
+  return f"the flow was fitted with other settings ({', '.join(names)} differ): " + "; ".join(
+      f"{k}={want} (the flow was fitted with {got})" for k, (want, got) in wrong.items())
 
 
-def load(flow_dir):
+def load(flow_dir, info=None):
   """Restores a flow written by `fit_flow` (its flow.json and latest checkpoint), strictly. Returns a Glow.
+
+  Args:
+    flow_dir: str, the flow's folder.
+    info: dict, its flow.json when the caller has read it (`read_info`), or None to read it here.
 
   Raises:
     errors.UserError naming the file: an unfinished fit, a flow.json whose Glow cannot be built, or a checkpoint
     that does not hold exactly this Glow's variables with their shapes (`restore_strictly`).
   """
-  info = read_info(flow_dir)
+  info = read_info(flow_dir) if info is None else info
   info_path = os.path.join(flow_dir, INFO_FILE)
   if not info.get("complete"):
     raise errors.UserError(f"the flow did not finish fitting ({info.get('steps_done')} of {info.get('num_steps')} "
