@@ -63,7 +63,7 @@ class FlowFitConfig:
     log_every_steps: int >= 1, TensorBoard and log period in steps.
   """
   flow_model_config: str = glow.DEFAULT_CONFIG
-  init: str = dataclasses.field(default="original", metadata=checks.checked(checks.one_of(glow.ops.ACTNORM_INITS)))
+  init: str = dataclasses.field(default="original", metadata=checks.checked(checks.one_of(glow.actnorm.ACTNORM_INITS)))
   learning_rate: float = dataclasses.field(default=1e-3, metadata=checks.checked(checks.positive_number))
   num_train_epochs: float = dataclasses.field(default=1.0, metadata=checks.checked(checks.positive_number))
   batch_size: int = dataclasses.field(default=32, metadata=checks.checked(checks.positive_int))
