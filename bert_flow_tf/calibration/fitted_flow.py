@@ -4,7 +4,7 @@
   read_info    flow.json back, with one-line errors for a missing or broken file
   mismatch     flow.json compared with the settings a caller would fit or use it with
   check        read_info, then mismatch as an error
-  load         the Glow of a finished fit
+  load_glow    the Glow of a finished fit
   save         a fitted Glow written as `flow_fitting.fit_flow` leaves it
   reuse        the one rule for a folder met again: a finished fit with the same settings is loaded, an unfinished
                one is left for the fit to resume, other settings are an error
@@ -99,7 +99,7 @@ def mismatch(info, dim=None, fit=None, provenance=None):
       f"{k}={want} (the flow was fitted with {got})" for k, (want, got) in wrong.items())
 
 
-def load(flow_dir, info=None):
+def load_glow(flow_dir, info=None):
   """Restores a flow written by `fit_flow` (its flow.json and latest checkpoint), strictly. Returns a Glow.
 
   Args:
@@ -172,7 +172,7 @@ def _flow_variables(prefix):
 
 
 def save(flow, flow_dir, fit, summary):
-  """Writes a fitted flow as `fit_flow` leaves it, for `load`: flow.json and a checkpoint of the flow alone (no
+  """Writes a fitted flow as `fit_flow` leaves it, for `load_glow`: flow.json and a checkpoint of the flow alone (no
   optimizer slots).
 
   Args:
@@ -196,4 +196,4 @@ def reuse(flow_dir, fit, provenance):
   if not os.path.isfile(os.path.join(flow_dir, INFO_FILE)):
     return None
   info = check(flow_dir, fit=fit, provenance=provenance)
-  return (load(flow_dir), info) if info.get("complete") else None
+  return (load_glow(flow_dir), info) if info.get("complete") else None

@@ -104,7 +104,7 @@ def test_mirrored_fit_resumes_and_equals_one_device_fit_and_loads_without_the_st
   flow, summary = flow_fitting.fit_flow(pairs, fit_config, str(tmp_path / "mirrored"))
   assert summary["num_steps"] == 6 and summary["steps_done"] == 6
   _assert_same_fit(summary, want, flow, flow_want, keys=("last_loss",))
-  loaded = fitted_flow.load(str(tmp_path / "mirrored"))
+  loaded = fitted_flow.load_glow(str(tmp_path / "mirrored"))
   x = np.random.default_rng(0).normal(size=(5, 16)).astype(np.float32)
   np.testing.assert_allclose(glow.transform(loaded, x), glow.transform(flow_want, x), atol=1e-4)
 

@@ -41,7 +41,7 @@ def _edit(folder, edit):
 def test_an_untouched_flow_folder_loads_exactly(flow_dir):
   folder, flow = flow_dir
   x = np.random.default_rng(0).normal(size=[5, DIM]).astype(np.float32)
-  np.testing.assert_array_equal(glow.transform(fitted_flow.load(folder), x), glow.transform(flow, x))
+  np.testing.assert_array_equal(glow.transform(fitted_flow.load_glow(folder), x), glow.transform(flow, x))
 
 
 @pytest.mark.parametrize("field,value,what", [
@@ -53,7 +53,7 @@ def test_an_edited_flow_config_is_refused_naming_the_first_variable_that_differs
   folder, _ = flow_dir
   _edit(folder, lambda info: info["flow_config"].update({field: value}))
   with pytest.raises(errors.UserError, match=what) as refused:
-    fitted_flow.load(folder)
+    fitted_flow.load_glow(folder)
   message = str(refused.value)
   assert "\n" not in message and message.startswith(os.path.join(folder, "flow-1"))
 
@@ -65,7 +65,8 @@ def test_a_fit_checkpoint_with_the_optimizer_state_beside_the_flow_loads(tmp_pat
   config.write_text(json.dumps({"coupling_width": 4, "n_levels": 2, "depth": 1}))
   fit = flow_fitting.FlowFitConfig(flow_model_config=str(config), batch_size=4)
   flow, _ = flow_fitting.fit_flow(pair_sources.CachedPairs(x[:8], x[8:]), fit, str(tmp_path / "fit"))
-  np.testing.assert_array_equal(glow.transform(fitted_flow.load(str(tmp_path / "fit")), x), glow.transform(flow, x))
+  loaded = fitted_flow.load_glow(str(tmp_path / "fit"))
+  np.testing.assert_array_equal(glow.transform(loaded, x), glow.transform(flow, x))
 
 
 @pytest.mark.parametrize("text,what", [
@@ -81,7 +82,7 @@ def test_a_broken_flow_json_is_one_line_naming_it(flow_dir, text, what):
   path = os.path.join(folder, fitted_flow.INFO_FILE)
   with open(path, "wb") as f:
     f.write(text if isinstance(text, bytes) else text.encode("utf-8"))
-  for load in (fitted_flow.load, calibrator.load):
+  for load in (fitted_flow.load_glow, calibrator.load_calibration):
     with pytest.raises(errors.UserError, match=what) as refused:
       load(folder)
     assert "\n" not in str(refused.value) and str(refused.value).startswith(path)
@@ -91,5 +92,5 @@ def test_a_fit_section_that_is_not_a_fit_config_is_one_line(flow_dir):
   folder, _ = flow_dir
   _edit(folder, lambda info: info["fit"].update({"bogus": 1}))
   with pytest.raises(errors.UserError, match=r'"fit" is not a flow fit config') as refused:
-    calibrator.load(folder)
+    calibrator.load_calibration(folder)
   assert str(refused.value).startswith(os.path.join(folder, fitted_flow.INFO_FILE))

@@ -80,12 +80,12 @@ def test_resume_after_crash_ends_where_an_uninterrupted_run_ends(tmp_path, tiny_
     flow_fitting.fit_flow(_CrashingPairs(pairs, crash_at=8), tiny_config, str(tmp_path / "resumed"))
   assert tf.train.latest_checkpoint(str(tmp_path / "resumed")).endswith("ckpt-6")
   with pytest.raises(ValueError, match="did not finish"):
-    fitted_flow.load(str(tmp_path / "resumed"))
+    fitted_flow.load_glow(str(tmp_path / "resumed"))
   resumed, summary = flow_fitting.fit_flow(pairs, tiny_config, str(tmp_path / "resumed"))
   assert summary["steps_done"] == 12
   for a, b in zip(_variables(full), _variables(resumed)):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-  loaded = fitted_flow.load(str(tmp_path / "resumed"))
+  loaded = fitted_flow.load_glow(str(tmp_path / "resumed"))
   x = pairs.a[:5]
   np.testing.assert_allclose(glow.transform(loaded, x), glow.transform(full, x), atol=1e-5)
 
@@ -103,7 +103,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_config
     flow_fitting.fit_flow(pair_sources.CachedPairs(bad, pairs.b), tiny_config, str(tmp_path / "nan"))
   assert tf.train.latest_checkpoint(str(tmp_path / "nan")).endswith("ckpt-6")
   with pytest.raises(ValueError, match="did not finish"):
-    fitted_flow.load(str(tmp_path / "nan"))
+    fitted_flow.load_glow(str(tmp_path / "nan"))
 
 
 def test_ddi_init_runs_on_the_first_batch(tmp_path, tiny_config):
