@@ -162,12 +162,12 @@ class Experiment:
         fit_vectors = self._pairs_vectors(fit_sets)
         fit_isotropy = self._fit_isotropy(dataset, fit_vectors)
     if "target" in c.fit_on:
-      self.flows[("target", dataset)] = self._fit_flow("target", dataset, fit_sets, c.target_fit, fit_vectors,
+      self.flows[("target", dataset)] = self._fit_flow("target", dataset, fit_sets, c.target_fit_config, fit_vectors,
                                                        stored)
       out.append((scores_lib.FLOW, "target", self.flows[("target", dataset)]))
     if "nli" in c.fit_on:
       if NLI_FLOW not in self.flows:
-        self.flows[NLI_FLOW] = self._fit_flow(*NLI_FLOW, self._task(NLI_TASK).train, c.nli_fit)
+        self.flows[NLI_FLOW] = self._fit_flow(*NLI_FLOW, self._task(NLI_TASK).train, c.nli_fit_config)
       out.append((scores_lib.FLOW, "nli", self.flows[NLI_FLOW]))
     if c.baselines:
       fit_x = stored if c.fit_from_store else np.concatenate(fit_vectors)

@@ -26,7 +26,7 @@ class ExperimentSpec:
     custom: bert_flow_tf.data.custom.CustomData or None: the user's own training pairs and scored pairs,
       evaluated as the dataset "custom" after the eval_tasks (target flow and baselines fitted on its train).
     fit_on: tuple of reporting.scores.FIT_ON ("target" / "nli"); empty for no flow.
-    target_fit: FlowFitConfig of the target setting; nli_fit: of the NLI setting.
+    target_fit_config: FlowFitConfig of the target setting; nli_fit_config: of the NLI setting.
     flow_mode: "cached" or "faithful".
     use_full_for_training: bool, target sentences from train+dev+test (else train only).
     one_pass_full: bool, with use_full_for_training, take each distinct split once (STS12-16 have
@@ -54,8 +54,8 @@ class ExperimentSpec:
   max_seq_length: int = settings.MAX_SEQ_LENGTH
   eval_tasks: tuple = ("sts-b",)
   fit_on: tuple = ("target",)
-  target_fit: flow_fitting.FlowFitConfig = flow_fitting.FlowFitConfig()
-  nli_fit: flow_fitting.FlowFitConfig = flow_fitting.NLI_FIT
+  target_fit_config: flow_fitting.FlowFitConfig = flow_fitting.FlowFitConfig()
+  nli_fit_config: flow_fitting.FlowFitConfig = flow_fitting.NLI_FIT_CONFIG
   flow_mode: str = "cached"
   use_full_for_training: bool = True
   one_pass_full: bool = False

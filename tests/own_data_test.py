@@ -91,7 +91,7 @@ def test_eval_file_alone_fits_on_its_pairs(tmp_path, own_files):
       model=tiny_model(tmp_path / "model"), sentence_embedding_type="last-avg", data_dir=str(tmp_path),
       output_dir=str(tmp_path / "out"), max_seq_length=16, eval_tasks=(),
       custom=data.custom.load_custom(eval_file=str(scored)),
-      target_fit=FlowFitConfig(flow_model_config=str(flow_config), batch_size=4))
+      target_fit_config=FlowFitConfig(flow_model_config=str(flow_config), batch_size=4))
   [run] = run_experiments([spec])
   experiment, results = run.experiment, run.record.scores
   assert [(r.method, r.fit_on) for r in results] == [("none", None), ("flow", "target")]

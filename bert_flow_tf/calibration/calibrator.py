@@ -2,8 +2,8 @@
 
 `fit(method, x)` fits one on vectors x [N, D]; each has `method`, `input_dim` (D), `dim` (its output width D'),
 `transform(x, dtype=np.float32)` (float [M, D] -> [M, D']) and `save(folder)`; `load_calibration(folder)` restores
-any of them exactly (the same weights, so the same outputs). The fitting itself is `calibration.flow_fitting` (the flow) and
-`calibration.baselines`.
+any of them exactly (the same weights, so the same outputs). The fitting itself is `calibration.flow_fitting` (the
+flow) and `calibration.baselines`.
 
 Each also has `int8_ranges`: float32 [2, D'], the int8 ranges fitted on its own output over the fit vectors
 (`int8_ranges`, the gaussian rule), or None for a calibration saved before they were fitted.
@@ -191,11 +191,11 @@ def load_calibration(folder, flow_info=None):
   else:
     info = fitted_flow.read_info(folder) if flow_info is None else flow_info
     try:
-      config = flow_fitting.FlowFitConfig(**info["fit"])
+      fit_config = flow_fitting.FlowFitConfig(**info["fit"])
     except (TypeError, ValueError) as e:
       raise errors.UserError(f'"fit" is not a flow fit config ({str(e)[:200]})',
                              os.path.join(folder, fitted_flow.INFO_FILE)) from e
-    calibration = FlowCalibration(fitted_flow.load_glow(folder, info), config, info)
+    calibration = FlowCalibration(fitted_flow.load_glow(folder, info), fit_config, info)
   calibration.int8_ranges = int8_ranges.load_ranges(folder)
   if calibration.int8_ranges is not None and calibration.int8_ranges.shape[1] != calibration.dim:
     raise errors.UserError(f"int8 ranges of width {calibration.int8_ranges.shape[1]} for a calibration of width "

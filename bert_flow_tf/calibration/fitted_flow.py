@@ -26,10 +26,11 @@ INFO_FILE = "flow.json"
 _VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"
 
 
-def write_info(flow_dir, dim, fit, extra):
-  """Writes flow.json: dim, the Glow config of `fit.flow_model_config`, `fit` (a FlowFitConfig) and `extra`."""
-  info = {"dim": dim, "flow_config": glow.GlowConfig.load(fit.flow_model_config).to_dict(),
-          "fit": dataclasses.asdict(fit), **extra}
+def write_info(flow_dir, dim, fit_config, extra):
+  """Writes flow.json: dim, the Glow config of `fit_config.flow_model_config`, `fit_config` (a FlowFitConfig, under
+  "fit") and `extra`."""
+  info = {"dim": dim, "flow_config": glow.GlowConfig.load(fit_config.flow_model_config).to_dict(),
+          "fit": dataclasses.asdict(fit_config), **extra}
   io_utils.write_text(os.path.join(flow_dir, INFO_FILE), json.dumps(info, indent=2, sort_keys=True) + "\n")
 
 
@@ -52,7 +53,7 @@ def read_info(flow_dir):
   return info
 
 
-def check(flow_dir, dim=None, fit=None, provenance=None):
+def check(flow_dir, dim=None, fit_config=None, provenance=None):
   """Reads the flow.json in `flow_dir` and checks that the flow was fitted as these arguments say (see `mismatch`).
 
   Returns:
@@ -63,22 +64,22 @@ def check(flow_dir, dim=None, fit=None, provenance=None):
       with other settings (naming every one that differs, with the value asked for and the flow's).
   """
   info = read_info(flow_dir)
-  wrong = mismatch(info, dim=dim, fit=fit, provenance=provenance)
+  wrong = mismatch(info, dim=dim, fit_config=fit_config, provenance=provenance)
   if wrong:
     raise errors.UserError(wrong, flow_dir)
   return info
 
 
-def mismatch(info, dim=None, fit=None, provenance=None):
+def mismatch(info, dim=None, fit_config=None, provenance=None):
   """What differs between a flow's flow.json and the settings a caller would fit or use it with, or None.
 
-  Only what is given is compared: `dim` with the flow's width, `fit` with its fit settings, and each key of
+  Only what is given is compared: `dim` with the flow's width, `fit_config` with its fit settings, and each key of
   `provenance` that the flow.json records (a flow written without provenance skips that part).
 
   Args:
     info: dict, the flow's flow.json (`read_info`).
     dim: int or None, the width of the vectors that will go through the flow.
-    fit: FlowFitConfig or None, the settings the caller would fit with.
+    fit_config: FlowFitConfig or None, the settings the caller would fit with.
     provenance: dict or None, what the vectors are (as `fit_flow` takes it).
 
   Returns:
@@ -88,8 +89,8 @@ def mismatch(info, dim=None, fit=None, provenance=None):
   asked = {k: (v, fitted[k]) for k, v in (provenance or {}).items() if k in fitted}
   if dim is not None:
     asked["dim"] = (dim, info["dim"])
-  if fit is not None:
-    ours, theirs = dataclasses.asdict(fit), info["fit"]
+  if fit_config is not None:
+    ours, theirs = dataclasses.asdict(fit_config), info["fit"]
     asked.update({f"fit.{k}": (ours.get(k), theirs.get(k)) for k in sorted(ours.keys() | theirs.keys())})
   wrong = {k: v for k, v in asked.items() if v[0] != v[1]}
   if not wrong:
@@ -171,22 +172,23 @@ def _flow_variables(prefix):
           if name.startswith("flow/") and ".OPTIMIZER_SLOT" not in name}
 
 
-def save(flow, flow_dir, fit, summary):
+def save(flow, flow_dir, fit_config, summary):
   """Writes a fitted flow as `fit_flow` leaves it, for `load_glow`: flow.json and a checkpoint of the flow alone (no
   optimizer slots).
 
   Args:
     flow: the fitted Glow.
     flow_dir: str, a new or empty directory.
-    fit: FlowFitConfig, how it was fitted.
+    fit_config: FlowFitConfig, how it was fitted.
     summary: dict, what `fit_flow` returned with it (complete must be True).
   """
   os.makedirs(flow_dir, exist_ok=True)
   tf.train.Checkpoint(flow=flow).save(os.path.join(flow_dir, "flow"))
-  write_info(flow_dir, flow.dim, fit, {k: v for k, v in summary.items() if k not in ("dim", "flow_config", "fit")})
+  extra = {k: v for k, v in summary.items() if k not in ("dim", "flow_config", "fit")}
+  write_info(flow_dir, flow.dim, fit_config, extra)
 
 
-def reuse(flow_dir, fit, provenance):
+def reuse(flow_dir, fit_config, provenance):
   """(Glow, flow.json dict) of the flow already fitted in `flow_dir` with these settings, or None: no flow.json
   there, or a fit that did not finish (`fit_flow` resumes it from its checkpoint).
 
@@ -195,5 +197,5 @@ def reuse(flow_dir, fit, provenance):
   """
   if not os.path.isfile(os.path.join(flow_dir, INFO_FILE)):
     return None
-  info = check(flow_dir, fit=fit, provenance=provenance)
+  info = check(flow_dir, fit_config=fit_config, provenance=provenance)
   return (load_glow(flow_dir), info) if info.get("complete") else None

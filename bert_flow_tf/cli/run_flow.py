@@ -60,13 +60,13 @@ def _check_combinations():
                          f"{len(FLAGS.pooling)}")
 
 
-def _check_fit_set(custom, target_fit):
+def _check_fit_set(custom, target_fit_config):
   """Fails when the own training pairs are fewer than one step of the target flow's fit."""
   if custom is None or not FLAGS.flow or "target" not in FLAGS.fit_on or FLAGS.fit_from_store:
     return  # from the store, the pairs are counted once the distinct sentences are stored
   own = FLAGS.train_file or FLAGS.eval_file
   try:
-    target_fit.num_steps(len(custom.train[0]), own)
+    target_fit_config.num_steps(len(custom.train[0]), own)
   except ValueError as e:
     flag = "--train_file" if FLAGS.train_file else "--eval_file"
     raise app.UsageError(f"{flag}: {e} (lower --{aliases.given_name(FLAGS, 'flow_batch_pairs')} or raise "
@@ -94,17 +94,17 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   _check_combinations()
-  target_fit = config_flags.config_from_flags(FlowFitConfig, FLAGS, names=run_flow_flags.FIT_FLAGS,
-                                               only=tuple(run_flow_flags.FIT_FLAGS))
-  nli_fit = dataclasses.replace(target_fit, **{field: FLAGS[flag].value
-                                               for field, flag in run_flow_flags.NLI_FIT_FLAGS.items()})
+  target_fit_config = config_flags.config_from_flags(FlowFitConfig, FLAGS, names=run_flow_flags.FIT_FLAGS,
+                                                      only=tuple(run_flow_flags.FIT_FLAGS))
+  nli_fit_config = dataclasses.replace(target_fit_config, **{field: FLAGS[flag].value
+                                                              for field, flag in run_flow_flags.NLI_FIT_FLAGS.items()})
   try:
     custom = data.custom.load_custom(FLAGS.train_file, FLAGS.eval_file, FLAGS.train_format)
   except errors.UserError:
     raise  # already names its file:line
   except (ValueError, FileNotFoundError) as e:
     raise app.UsageError(str(e)) from e
-  _check_fit_set(custom, target_fit)
+  _check_fit_set(custom, target_fit_config)
   strategy = engine_flags.strategy_from_flags()  # before any output: a missing device ends the run here
   output_dir = run_flow_flags.output_dir_from_flags(FLAGS, _exp_name)
   cache_dir = run_flow_flags.cache_dir_from_flags(FLAGS, output_dir)
@@ -122,7 +122,8 @@ def main(argv):
       model=model, sentence_embedding_type=name, data_dir=FLAGS.data_dir,
       output_dir=output_dir if len(poolings) == 1 else os.path.join(output_dir, name),
       max_seq_length=FLAGS.max_seq_length, eval_tasks=_eval_tasks(),
-      fit_on=tuple(FLAGS.fit_on) if FLAGS.flow else (), target_fit=target_fit, nli_fit=nli_fit,
+      fit_on=tuple(FLAGS.fit_on) if FLAGS.flow else (), target_fit_config=target_fit_config,
+      nli_fit_config=nli_fit_config,
       flow_mode=FLAGS.flow_mode, use_full_for_training=FLAGS.use_full_for_training,
       one_pass_full=FLAGS.one_pass_full, baselines=tuple(FLAGS.baselines),
       lexical_analysis=FLAGS.lexical_analysis, analysis=FLAGS.analysis,

@@ -20,12 +20,12 @@ def fixture_flow_dir(tmp_path):
   """A finished flow folder of a depth-2 Glow over width 8, as `fitted_flow.save` writes it."""
   config = tmp_path / "flow_config.json"
   config.write_text(json.dumps({"coupling_width": 4, "n_levels": 2, "depth": 2}))
-  fit = flow_fitting.FlowFitConfig(flow_model_config=str(config), seed=3)
+  fit_config = flow_fitting.FlowFitConfig(flow_model_config=str(config), seed=3)
   flow = glow.Glow(glow.GlowConfig.load(str(config)), DIM, seed=3)
   for variable in flow.trainable_variables:  # not the initial values: a restore that skips a variable shows
     variable.assign(np.random.default_rng(len(variable.name)).normal(size=variable.shape) * 0.1)
   folder = str(tmp_path / "flow")
-  fitted_flow.save(flow, folder, fit, {"complete": True, "steps_done": 1, "num_steps": 1})
+  fitted_flow.save(flow, folder, fit_config, {"complete": True, "steps_done": 1, "num_steps": 1})
   return folder, flow
 
 
@@ -63,8 +63,8 @@ def test_a_fit_checkpoint_with_the_optimizer_state_beside_the_flow_loads(tmp_pat
   x = np.random.default_rng(1).normal(size=[16, DIM]).astype(np.float32)
   config = tmp_path / "flow_config.json"
   config.write_text(json.dumps({"coupling_width": 4, "n_levels": 2, "depth": 1}))
-  fit = flow_fitting.FlowFitConfig(flow_model_config=str(config), batch_size=4)
-  flow, _ = flow_fitting.fit_flow(pair_sources.CachedPairs(x[:8], x[8:]), fit, str(tmp_path / "fit"))
+  fit_config = flow_fitting.FlowFitConfig(flow_model_config=str(config), batch_size=4)
+  flow, _ = flow_fitting.fit_flow(pair_sources.CachedPairs(x[:8], x[8:]), fit_config, str(tmp_path / "fit"))
   loaded = fitted_flow.load_glow(str(tmp_path / "fit"))
   np.testing.assert_array_equal(glow.transform(loaded, x), glow.transform(flow, x))
 

@@ -107,8 +107,8 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_config
 
 
 def test_ddi_init_runs_on_the_first_batch(tmp_path, tiny_config):
-  config = dataclasses.replace(tiny_config, init="ddi")
-  flow, summary = flow_fitting.fit_flow(_pairs(), config, str(tmp_path / "ddi"))
+  fit_config = dataclasses.replace(tiny_config, init="ddi")
+  flow, summary = flow_fitting.fit_flow(_pairs(), fit_config, str(tmp_path / "ddi"))
   assert bool(flow.initialized.numpy()) and np.isfinite(summary["last_loss"])
 
 
@@ -119,13 +119,13 @@ def test_too_few_pairs_for_one_step(tmp_path, tiny_config):
 
 def test_fitted_flow_check_names_what_differs(tiny_config, full_fit):
   provenance, flow_dir = PROVENANCE, full_fit[2]
-  info = fitted_flow.check(flow_dir, dim=16, fit=tiny_config, provenance={**provenance, "not_recorded": 1})
+  info = fitted_flow.check(flow_dir, dim=16, fit_config=tiny_config, provenance={**provenance, "not_recorded": 1})
   assert info["complete"] and info["provenance"] == provenance
   with pytest.raises(ValueError, match=r"\(dim, max_seq_length differ\): max_seq_length=32 \(the flow was fitted "
                                        r"with 64\); dim=8 \(the flow was fitted with 16\)"):
     fitted_flow.check(flow_dir, dim=8, provenance={**provenance, "max_seq_length": 32})
   with pytest.raises(ValueError, match=r"\(fit differ\): fit.learning_rate=0.5 \(the flow was fitted with 0.01\)$"):
-    fitted_flow.check(flow_dir, fit=dataclasses.replace(tiny_config, learning_rate=0.5))
+    fitted_flow.check(flow_dir, fit_config=dataclasses.replace(tiny_config, learning_rate=0.5))
 
 
 def test_fits_of_other_settings_in_one_process_equal_fits_with_new_objects(tmp_path, tiny_config):

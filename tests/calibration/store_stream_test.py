@@ -67,23 +67,24 @@ def test_streamed_flow_fit_equals_the_in_memory_fit_on_the_same_order_of_pairs(s
   config_path = tmp_path / "tiny.json"
   config_path.write_text(json.dumps({"coupling": "additive", "coupling_width": 8, "n_levels": 2, "depth": 2,
                                      "permutation": True}))
-  config = flow_fitting.FlowFitConfig(flow_model_config=str(config_path), learning_rate=1e-2, batch_size=8,
-                                  save_checkpoints_steps=4, log_every_steps=2)
+  fit_config = flow_fitting.FlowFitConfig(flow_model_config=str(config_path), learning_rate=1e-2, batch_size=8,
+                                          save_checkpoints_steps=4, log_every_steps=2)
   streamed = store_stream.StreamedPairs(shards, shuffle_buffer=32)
-  flow_s, summary_s = flow_fitting.fit_flow(streamed, config, str(tmp_path / "streamed"))
+  flow_s, summary_s = flow_fitting.fit_flow(streamed, fit_config, str(tmp_path / "streamed"))
   num_steps = summary_s["num_steps"]
   # The same pairs in memory, placed so that the fit's own seeded order visits them in the stream's order
   # (one epoch: every row of the order is distinct).
-  ids = streamed.pair_ids(num_steps, config.batch_size, config.seed).ravel()
+  ids = streamed.pair_ids(num_steps, fit_config.batch_size, fit_config.seed).ravel()
   vectors = [shards.read(i) for i in range(len(shards))]
   a = np.stack([vectors[i >> 32][i & 0xFFFFFFFF] for i in ids])
   b = np.stack([vectors[i >> 32][pairs_lib.consecutive_pairs(len(vectors[i >> 32]))[1][(i & 0xFFFFFFFF) // 2]]
                 for i in ids])
-  order = order_lib.batch_order(len(streamed), config.batch_size, num_steps, config.seed).ravel()
+  order = order_lib.batch_order(len(streamed), fit_config.batch_size, num_steps, fit_config.seed).ravel()
   rows_a, rows_b = np.zeros([len(streamed), shards.dim], np.float32), np.zeros([len(streamed), shards.dim],
                                                                                np.float32)
   rows_a[order], rows_b[order] = a, b
-  flow_m, summary_m = flow_fitting.fit_flow(pair_sources.CachedPairs(rows_a, rows_b), config, str(tmp_path / "memory"))
+  flow_m, summary_m = flow_fitting.fit_flow(pair_sources.CachedPairs(rows_a, rows_b), fit_config,
+                                            str(tmp_path / "memory"))
   assert summary_m["num_steps"] == num_steps
   np.testing.assert_allclose(summary_s["first_loss"], summary_m["first_loss"], rtol=1e-6)
   np.testing.assert_allclose(summary_s["last_loss"], summary_m["last_loss"], rtol=1e-6)
@@ -94,14 +95,14 @@ def test_streamed_flow_fit_equals_the_in_memory_fit_on_the_same_order_of_pairs(s
 def test_a_streamed_fit_resumed_from_its_checkpoint_ends_where_an_uninterrupted_one_does(shards, tmp_path):
   config_path = tmp_path / "tiny.json"
   config_path.write_text(json.dumps({"coupling_width": 8, "n_levels": 2, "depth": 1}))
-  config = flow_fitting.FlowFitConfig(flow_model_config=str(config_path), batch_size=8, save_checkpoints_steps=3)
-  _, whole = flow_fitting.fit_flow(store_stream.StreamedPairs(shards, 32), config, str(tmp_path / "whole"))
-  short = flow_fitting.FlowFitConfig(**{**config.__dict__, "num_train_epochs": 0.5})
+  fit_config = flow_fitting.FlowFitConfig(flow_model_config=str(config_path), batch_size=8, save_checkpoints_steps=3)
+  _, whole = flow_fitting.fit_flow(store_stream.StreamedPairs(shards, 32), fit_config, str(tmp_path / "whole"))
+  short = flow_fitting.FlowFitConfig(**{**fit_config.__dict__, "num_train_epochs": 0.5})
   flow_fitting.fit_flow(store_stream.StreamedPairs(shards, 32), short, str(tmp_path / "resumed"))
   # The full fit resumes from the half-epoch run's last checkpoint (its step count is the full one's).
   with open(tmp_path / "resumed" / fitted_flow.INFO_FILE, encoding="utf-8") as f:
     assert json.load(f)["steps_done"] < whole["num_steps"]
-  _, resumed = flow_fitting.fit_flow(store_stream.StreamedPairs(shards, 32), config, str(tmp_path / "resumed"))
+  _, resumed = flow_fitting.fit_flow(store_stream.StreamedPairs(shards, 32), fit_config, str(tmp_path / "resumed"))
   assert resumed["last_loss"] == pytest.approx(whole["last_loss"], rel=1e-6)
 
 
