@@ -92,7 +92,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
                                 max_seq_length or (st and st.max_seq_length), load_kwargs)
     self.batch_size = batch_size
     self.cache_dir = cache_dir
-    self.store = EmbeddingStore(self.embedder, root=cache_dir, batch_size=batch_size)
+    self.store = EmbeddingStore(self.embedder, cache_dir=cache_dir, batch_size=batch_size)
     self.prompts = dict((st.prompts if st else {}) if prompts is None else prompts)
     default_prompt_name = default_prompt_name or (st and st.default_prompt_name) or None
     if default_prompt_name is not None and default_prompt_name not in self.prompts:
@@ -155,7 +155,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
                        "vectors is set; set it before fit, or make a new encoder")
     self.embedder = SentenceEmbedder(self.embedder.loaded, self.embedder.pooling.name, int(value),
                                      strategy=self.embedder.strategy)
-    self.store = EmbeddingStore(self.embedder, root=self.cache_dir, batch_size=self.batch_size)
+    self.store = EmbeddingStore(self.embedder, cache_dir=self.cache_dir, batch_size=self.batch_size)
     self.__dict__.pop("fingerprint", None)
 
   def tokenize(self, texts):

@@ -7,7 +7,7 @@ chosen layers, [CLS] vectors, the pooler; see `pooling.quantities`). A forward p
 any requested quantity needs, so `emb-avg` runs no transformer block.
 
 `encode_quantities` is the one way sentences run through BERT; sentence vectors come from
-`store.EmbeddingStore.vectors` (root None: in memory), which asks it for what it does not hold yet and combines
+`store.EmbeddingStore.vectors` (cache_dir None: in memory), which asks it for what it does not hold yet and combines
 the quantities into the pooling. That is what `SentenceEncoder.encode`, run_flow.py and the benches run. The
 pooling is a value beside the quantity encoder (`pooling.Pooling`): the store and Beam hold a QuantityEncoder and
 name the pooling, or only the quantities, on each call.

@@ -142,9 +142,9 @@ def test_shards_restricted_to_keys_read_only_those_rows_in_their_order(tmp_path)
     store_stream.StoreShards(folder, everything.pooling, keys=store_lib.sentence_keys(["not stored"]))
 
 
-def _tiny_store(model_dir, root, shard_size=16384):
+def _tiny_store(model_dir, cache_dir, shard_size=16384):
   embedder = SentenceEmbedder(loaders.load_model(model_dir=model_dir), "first-last-avg", max_seq_length=16)
-  return EmbeddingStore(embedder, root, batch_size=8, shard_size=shard_size)
+  return EmbeddingStore(embedder, cache_dir, batch_size=8, shard_size=shard_size)
 
 
 def _check_counts_each_sentence_once(store, sentences):
@@ -171,9 +171,9 @@ import os, sys, time
 from bert_flow_tf import loaders
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
-model_dir, root, sentences, ready, go = sys.argv[1:]
+model_dir, cache_dir, sentences, ready, go = sys.argv[1:]
 embedder = SentenceEmbedder(loaders.load_model(model_dir=model_dir), "first-last-avg", max_seq_length=16)
-store = EmbeddingStore(embedder, root, batch_size=8, shard_size=7)
+store = EmbeddingStore(embedder, cache_dir, batch_size=8, shard_size=7)
 store.ensure([], ["mean-1", "mean-3"], show_progress=False)   # opens the store: what it holds now
 open(ready, "w").close()
 while not os.path.exists(go):
@@ -185,13 +185,13 @@ with open(sentences, encoding="utf-8") as f:
 
 def test_two_processes_filling_one_store_with_shared_sentences_count_each_once(tmp_path):
   model_dir = tiny_runs.tiny_model_dir(tmp_path)
-  root = str(tmp_path / "store")
+  cache_dir = str(tmp_path / "store")
   halves = [SENTENCES[:15], SENTENCES[8:]]                       # 7 sentences in both
   procs = []
   for i, half in enumerate(halves):
     (tmp_path / f"s{i}.txt").write_text("\n".join(half), encoding="utf-8")
     procs.append(subprocess.Popen(
-        [sys.executable, "-c", _FILL, model_dir, root, str(tmp_path / f"s{i}.txt"), str(tmp_path / f"ready{i}"),
+        [sys.executable, "-c", _FILL, model_dir, cache_dir, str(tmp_path / f"s{i}.txt"), str(tmp_path / f"ready{i}"),
          str(tmp_path / "go")], cwd=tiny_runs.REPO, env=dict(os.environ, PYTHONPATH=tiny_runs.REPO),
         stderr=subprocess.PIPE, text=True))
   deadline = time.time() + 300
@@ -202,7 +202,7 @@ def test_two_processes_filling_one_store_with_shared_sentences_count_each_once(t
   for p in procs:
     _, err = p.communicate(timeout=300)
     assert p.returncode == 0, err[-3000:]
-  store = _tiny_store(model_dir, root)
+  store = _tiny_store(model_dir, cache_dir)
   stored = np.concatenate([store_lib.read_keys(p) for p in store_lib.shard_paths(store.folder, "mean-1")])
   assert len(stored) > len(set(stored.tolist())) == len(set(SENTENCES))   # the shared sentences are stored twice
   _check_counts_each_sentence_once(store, SENTENCES)
@@ -211,8 +211,8 @@ def test_two_processes_filling_one_store_with_shared_sentences_count_each_once(t
 
 def test_a_re_encoded_corrupt_shard_of_one_quantity_still_pairs_with_the_other(tmp_path):
   model_dir = tiny_runs.tiny_model_dir(tmp_path)
-  root = str(tmp_path / "store")
-  store = _tiny_store(model_dir, root, shard_size=6)
+  cache_dir = str(tmp_path / "store")
+  store = _tiny_store(model_dir, cache_dir, shard_size=6)
   store.ensure(SENTENCES, ["mean-1", "mean-3"], show_progress=False)
   corrupt = store_lib.shard_paths(store.folder, "mean-1")[1]
   lost = store_lib.read_keys(corrupt)
@@ -221,7 +221,7 @@ def test_a_re_encoded_corrupt_shard_of_one_quantity_still_pairs_with_the_other(t
     byte = f.read(1)
     f.seek(-1, os.SEEK_CUR)
     f.write(bytes([byte[0] ^ 0x10]))
-  fresh = _tiny_store(model_dir, root, shard_size=6)
+  fresh = _tiny_store(model_dir, cache_dir, shard_size=6)
   # Some of the lost sentences first, then all: mean-1 gets shards that mean-3 has under other names.
   lost_sentences = [s for s in sorted(set(SENTENCES)) if store_lib.sentence_keys([s])[0] in lost.tolist()]
   fresh.ensure(lost_sentences[:2], ["mean-1", "mean-3"], show_progress=False)
