@@ -285,15 +285,15 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     """
     if isinstance(corpus, (str, os.PathLike)):
       corpus = io_utils.read_lines(os.fspath(corpus))
-    flow = None
+    in_graph = None  # the calibration as the SavedModels chain it: its Glow, or an Affine
     if self.calibration is not None and self.calibration.method == calibrator.FLOW:
-      flow = self.calibration.glow
+      in_graph = self.calibration.glow
     elif self.calibration is not None:
-      flow = export_lib.Affine(self.calibration.method, *self.calibration.affine())
-    paths = binary_search.export_encoder(self, flow, export_dir, version, overwrite, corpus, search, truncate_dim,
+      in_graph = export_lib.Affine(self.calibration.method, *self.calibration.affine())
+    paths = binary_search.export_encoder(self, in_graph, export_dir, version, overwrite, corpus, search, truncate_dim,
                                          precisions)
     if corpus is not None and search == "float32":
       corpus = list(corpus)
-      paths["search"] = search_model.export_search_model(self.embedder, flow, self._embed(corpus), corpus,
+      paths["search"] = search_model.export_search_model(self.embedder, in_graph, self._embed(corpus), corpus,
                                                          export_dir, version=version, overwrite=overwrite)
     return paths

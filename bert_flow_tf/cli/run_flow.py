@@ -145,15 +145,15 @@ def _export(experiment):
   own = FLAGS.train_file or FLAGS.eval_file
   dataset = data.custom.DATASET if own else data.TASKS[FLAGS.task_name].dataset
   if FLAGS.export_flow == "init_checkpoint":
-    flow = tf1_flow.load_tf1_flow(FLAGS.init_checkpoint,
-                                  FLAGS.flow_model_config if FLAGS["flow_model_config"].present else None)
+    glow_model = tf1_flow.load_tf1_flow(FLAGS.init_checkpoint,
+                                        FLAGS.flow_model_config if FLAGS["flow_model_config"].present else None)
   else:
     key = {"target": ("target", dataset), "nli": NLI_FLOW, "none": None}[FLAGS.export_flow]
     if key is not None and key not in experiment.flows:
       raise app.UsageError(f"--export_flow={FLAGS.export_flow}: no such flow was fitted in this run "
                            f"(--fit_on={','.join(FLAGS.fit_on)})")
-    flow = experiment.flows[key].glow if key is not None else None
-  paths = export.export_models(experiment.embedder, flow, FLAGS.export_dir, overwrite=True)
+    glow_model = experiment.flows[key].glow if key is not None else None
+  paths = export.export_models(experiment.embedder, glow_model, FLAGS.export_dir, overwrite=True)
   logging.info("exported %s (flow: %s): %s and %s", FLAGS.export_dir, FLAGS.export_flow, paths["text"],
                paths["ids"])
 
