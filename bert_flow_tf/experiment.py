@@ -60,7 +60,7 @@ class Experiment:
 
   def __init__(self, spec, tokenizer=None, store=None):
     self.spec = spec
-    self.embedder = SentenceEmbedder(spec.model, spec.sentence_embedding_type, spec.max_seq_length,
+    self.embedder = SentenceEmbedder(spec.model, spec.pooling, spec.max_seq_length,
                                      strategy=spec.strategy, static_shapes=spec.static_shapes, use_xla=spec.use_xla,
                                      tokenizer=tokenizer)
     self.store = store or EmbeddingStore(self.embedder, spec.cache_dir, batch_size=spec.batch_size)
@@ -240,7 +240,7 @@ class Experiment:
         logging.warning("%s", line)
     lexical_pairs, lexical_similarities, rhos = table6 or (None, {}, {})
     return ExperimentRecord(
-        model=c.model.source, sentence_embedding_type=c.sentence_embedding_type,
+        model=c.model.source, pooling=c.pooling,
         pooling_description=self.embedder.pooling.describe(), flow_mode=c.flow_mode,
         target_sentences="train+dev+test" if c.use_full_for_training else "train", has_custom=c.custom is not None,
         scores=[s for e in evaluated.values() for s in e.scores],

@@ -19,7 +19,7 @@ class ExperimentSpec:
 
   Attributes:
     model: bert_flow_tf.loaders.LoadedModel.
-    sentence_embedding_type: str, pooling name.
+    pooling: str, pooling name.
     max_seq_length: int.
     data_dir: str.
     eval_tasks: tuple of bert_flow_tf.data.EVAL_TASKS names; may be empty when `custom` is given.
@@ -48,7 +48,7 @@ class ExperimentSpec:
       True always, False never.
   """
   model: object
-  sentence_embedding_type: str
+  pooling: str
   data_dir: str
   output_dir: str
   max_seq_length: int = settings.MAX_SEQ_LENGTH

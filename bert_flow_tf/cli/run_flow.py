@@ -119,7 +119,7 @@ def main(argv):
   io_utils.write_text(os.path.join(output_dir, "flags.txt"), FLAGS.flags_into_string())
   poolings = FLAGS.pooling
   specs = [ExperimentSpec(
-      model=model, sentence_embedding_type=name, data_dir=FLAGS.data_dir,
+      model=model, pooling=name, data_dir=FLAGS.data_dir,
       output_dir=output_dir if len(poolings) == 1 else os.path.join(output_dir, name),
       max_seq_length=FLAGS.max_seq_length, eval_tasks=_eval_tasks(),
       fit_on=tuple(FLAGS.fit_on) if FLAGS.flow else (), target_fit_config=target_fit_config,
@@ -134,7 +134,7 @@ def main(argv):
   for finished in runs:
     print(finished.results_md)
   if len(runs) > 1:  # the README's Results table: every pooling's rows in one
-    print(markdown.poolings_table([(r.record.sentence_embedding_type, r.record.scores) for r in runs]))
+    print(markdown.poolings_table([(r.record.pooling, r.record.scores) for r in runs]))
   if FLAGS.export_dir:
     _export(runs[0].experiment)
   print(f"outputs in {output_dir}" + (f"; servable models in {FLAGS.export_dir}" if FLAGS.export_dir else ""))

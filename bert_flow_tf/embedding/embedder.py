@@ -167,13 +167,13 @@ class SentenceEmbedder(QuantityEncoder):
 
   Args:
     model, max_seq_length, strategy, static_shapes, use_xla, tokenizer: as QuantityEncoder.
-    sentence_embedding_type: str, a name from bert_flow_tf.modeling.pooling (original names accepted).
+    pooling: str, a name from bert_flow_tf.modeling.pooling (original names accepted).
   """
 
-  def __init__(self, model, sentence_embedding_type=settings.POOLING, max_seq_length=settings.MAX_SEQ_LENGTH,
+  def __init__(self, model, pooling=settings.POOLING, max_seq_length=settings.MAX_SEQ_LENGTH,
                strategy=None, static_shapes=False, use_xla=False, tokenizer=None):
     super().__init__(model, max_seq_length, strategy, static_shapes, use_xla, tokenizer)
-    self.pooling = pooling_lib.resolve(sentence_embedding_type, model.num_layers)
+    self.pooling = pooling_lib.resolve(pooling, model.num_layers)
     self.dim = self.pooling.output_dim(model.hidden_size)
 
   def embed_inputs(self, inputs, training=False):
