@@ -68,7 +68,7 @@ def stage_embed(args):
   sentences = open(args.corpus, encoding="utf-8").read().split("\n")[:-1]
   store = EmbeddingStore(_embedder(args.model), args.store, batch_size=64)
   start = time.perf_counter()
-  store.ensure(sentences, pooling_lib.quantities(store.embedder.pooling), show_progress=False)
+  store.ensure(sentences, pooling_lib.quantities(store.embedder.pooling_spec), show_progress=False)
   seconds = time.perf_counter() - start
   return {"seconds": seconds, "sentences_per_s": len(sentences) / seconds, "encoded": store.encoded,
           "folder": store.folder}

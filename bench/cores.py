@@ -50,10 +50,10 @@ def main():
   args = parser.parse_args()
   sentences = stsb_sentences(args.data_dir)[:args.sentences]
   embedder = SentenceEmbedder(loaders.load_model(model_dir=args.model), "last-avg")
-  names = pooling_lib.quantities(embedder.pooling)
+  names = pooling_lib.quantities(embedder.pooling_spec)
 
   def encode():  # what SentenceEncoder.encode runs on new sentences
-    return EmbeddingStore(embedder, batch_size=64).vectors(sentences, embedder.pooling, show_progress=False)
+    return EmbeddingStore(embedder, batch_size=64).vectors(sentences, embedder.pooling_spec, show_progress=False)
 
   encode()                                                                           # traces
   replica_fn = embedder.replica_function(names)

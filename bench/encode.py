@@ -216,7 +216,7 @@ def main():
   startup["model_load"] = time.perf_counter() - start
 
   def encode(texts):
-    return store_lib.EmbeddingStore(enc, batch_size=args.batch_size).vectors(texts, enc.pooling, show_progress=False)
+    return store_lib.EmbeddingStore(enc, batch_size=args.batch_size).vectors(texts, enc.pooling_spec, show_progress=False)
 
   warmup = sentences[:args.warmup]
   start = time.perf_counter()

@@ -62,7 +62,7 @@ def main():
   parser.add_argument("--steps", type=int, default=10)
   args = parser.parse_args()
   embedder = SentenceEmbedder(loaders.load_model(model_dir=args.model), args.pooling)
-  names = pooling_lib.quantities(embedder.pooling)
+  names = pooling_lib.quantities(embedder.pooling_spec)
   pieces = embedder.tokenizer.tokenize_list(stsb_sentences(args.data_dir))          # ragged int32 [n, (pieces)]
   lengths = pieces.row_lengths().numpy() + 2                                        # with [CLS] and [SEP]
   chosen = np.flatnonzero(lengths == args.length)[:args.batch_size]

@@ -91,7 +91,7 @@ def main():
   flow = None
   if not args.no_flow:
     flow = glow.Glow.from_config("config_l3_d3_w32", dim=embedder.dim, init="ddi", seed=0)
-    flow.data_init(tf.constant(EmbeddingStore(embedder).vectors(bulk, embedder.pooling, show_progress=False)))
+    flow.data_init(tf.constant(EmbeddingStore(embedder).vectors(bulk, embedder.pooling_spec, show_progress=False)))
   workdir = tempfile.TemporaryDirectory()
   result = {"model": args.model, "pooling": args.pooling, "max_seq_length": MAX_SEQ_LENGTH, "flow": flow is not None}
   if "embed" in parts:
@@ -145,7 +145,7 @@ def time_embedding(args, embedder, flow, bulk, single, workdir):
 
   def in_process(batch):
     # What SentenceEncoder.encode runs on new sentences.
-    x = EmbeddingStore(embedder, batch_size=args.batch_size).vectors(batch, embedder.pooling, show_progress=False)
+    x = EmbeddingStore(embedder, batch_size=args.batch_size).vectors(batch, embedder.pooling_spec, show_progress=False)
     return x if flow is None else glow.transform(flow, x)
 
   serve = exported_encoder.load_text_model(text_dir).signatures["serving_default"]

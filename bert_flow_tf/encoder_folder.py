@@ -45,7 +45,7 @@ def fingerprint(embedder):
   model = embedder.loaded
   h = hashlib.sha256()
   head = {"config": None if model.config is None else model.config.to_dict(),
-          "do_lower_case": bool(model.do_lower_case), "pooling": embedder.pooling.name,
+          "do_lower_case": bool(model.do_lower_case), "pooling": embedder.pooling_spec.name,
           "max_seq_length": embedder.max_seq_length}
   h.update(json.dumps(head, sort_keys=True).encode("utf-8"))
   with open(model.vocab_file, "rb") as f:
@@ -71,7 +71,7 @@ def write(folder, embedder, fingerprint_hex, calibration, settings):
   source = str(embedder.loaded.source)
   info = {"format_version": FORMAT_VERSION,
           "model": os.path.abspath(source) if os.path.exists(source) else source,  # a path, or a preset name
-          "do_lower_case": bool(embedder.loaded.do_lower_case), "pooling": embedder.pooling.name,
+          "do_lower_case": bool(embedder.loaded.do_lower_case), "pooling": embedder.pooling_spec.name,
           "max_seq_length": embedder.max_seq_length, "fingerprint": fingerprint_hex,
           "calibration": None if calibration is None else calibration.method, **settings}
   with open(os.path.join(folder, INFO_FILE), "w", encoding="utf-8") as f:
@@ -147,7 +147,7 @@ class EncoderFiles:
 
   def describe(self):
     """One line: the model, pooling, max_seq_length and fingerprint."""
-    return describe(self.embedder.loaded.source, self.embedder.pooling.name, self.embedder.max_seq_length,
+    return describe(self.embedder.loaded.source, self.embedder.pooling_spec.name, self.embedder.max_seq_length,
                     self.fingerprint)
 
   def save(self, path, overwrite=False):
@@ -247,7 +247,7 @@ class EncoderFiles:
     """
     info = fitted_flow.read_info(flow_dir)  # a missing or broken flow.json: errors.UserError naming it
     wrong = fitted_flow.mismatch(info, dim=self.embedder.dim, provenance={
-        "sentence_embedding_type": self.embedder.pooling.name, "max_seq_length": self.embedder.max_seq_length})
+        "sentence_embedding_type": self.embedder.pooling_spec.name, "max_seq_length": self.embedder.max_seq_length})
     if wrong:  # a sound flow fitted on other vectors: a ValueError about the pairing
       raise ValueError(wrong)
     self._set_calibration(calibrator.load_calibration(flow_dir, flow_info=info))

@@ -77,7 +77,7 @@ class Experiment:
   def _embed_pairs(self, pairs):
     """(a [N, D], b [N, D]) for a PairSet, from the store."""
     with self.timer.stage("embed"):
-      vectors = self.store.vectors([*pairs.sentences_a, *pairs.sentences_b], self.embedder.pooling,
+      vectors = self.store.vectors([*pairs.sentences_a, *pairs.sentences_b], self.embedder.pooling_spec,
                                    self.spec.show_progress_bar)
     return vectors[:len(pairs)], vectors[len(pairs):]
 
@@ -117,7 +117,7 @@ class Experiment:
       calibrator.FlowCalibration.
     """
     flow_dir = os.path.join(self.spec.output_dir, "flows", f"{fit_on}-{dataset}")
-    provenance = {"model": self.spec.model.source, "sentence_embedding_type": self.embedder.pooling.name,
+    provenance = {"model": self.spec.model.source, "sentence_embedding_type": self.embedder.pooling_spec.name,
                   "max_seq_length": self.embedder.max_seq_length, "mode": self.spec.flow_mode,
                   **({"pairs": store_stream.PAIR_SOURCE} if self.spec.fit_from_store else {})}
     try:
@@ -142,7 +142,7 @@ class Experiment:
   def _fit_isotropy(self, dataset, fit_vectors):
     """The isotropy of the fit sentences' vectors (isotropy.json's "fit sentences"), logged before fitting."""
     iso, line, near = isotropy_lib.describe_isotropy(
-        np.concatenate(fit_vectors), f"the {dataset} fit sentences, {self.embedder.pooling.name}")
+        np.concatenate(fit_vectors), f"the {dataset} fit sentences, {self.embedder.pooling_spec.name}")
     (logging.warning if near else logging.info)("%s", line)
     return iso
 
@@ -156,7 +156,7 @@ class Experiment:
     fit_vectors = stored = fit_isotropy = None  # (a, b) in memory, or the store's blocks (fit_from_store)
     if fit_sets and c.fits_stored_vectors:
       if c.fit_from_store:
-        stored = store_stream.fit_set(self.store.folder, self.embedder.pooling,
+        stored = store_stream.fit_set(self.store.folder, self.embedder.pooling_spec,
                                       [s for p in fit_sets for s in (*p.sentences_a, *p.sentences_b)])
       else:
         fit_vectors = self._pairs_vectors(fit_sets)
@@ -241,7 +241,7 @@ class Experiment:
     lexical_pairs, lexical_similarities, rhos = table6 or (None, {}, {})
     return ExperimentRecord(
         model=c.model.source, pooling=c.pooling,
-        pooling_description=self.embedder.pooling.describe(), flow_mode=c.flow_mode,
+        pooling_description=self.embedder.pooling_spec.describe(), flow_mode=c.flow_mode,
         target_sentences="train+dev+test" if c.use_full_for_training else "train", has_custom=c.custom is not None,
         scores=[s for e in evaluated.values() for s in e.scores],
         isotropy={dataset: e.isotropy for dataset, e in evaluated.items() if e.isotropy}, warnings=warnings,
@@ -265,7 +265,7 @@ def _with_analysis(experiment, record):
   from bert_flow_tf.analysis import report  # pylint: disable=g-import-not-at-top
   with experiment.timer.stage("analysis"):
     markdown = report.write_analysis(experiment.spec.output_dir, experiment.spec.model,
-                                     experiment.embedder.pooling.name, record.spaces, record.lexical_pairs,
+                                     experiment.embedder.pooling_spec.name, record.spaces, record.lexical_pairs,
                                      record.lexical_similarities)
   return dataclasses.replace(record, analysis_markdown=markdown, timings=dict(experiment.timer.seconds))
 
@@ -286,7 +286,7 @@ def run_experiments(specs):
   """
   first = Experiment(specs[0])
   experiments = [first] + [Experiment(s, first.embedder.tokenizer, first.store) for s in specs[1:]]
-  names = sorted({q for e in experiments for q in pooling_lib.quantities(e.embedder.pooling)})
+  names = sorted({q for e in experiments for q in pooling_lib.quantities(e.embedder.pooling_spec)})
   with first.timer.stage("embed"):
     pairsets = list({id(p): p for e in experiments for p in e.pairsets()}.values())  # own data shared: once
     first.store.ensure([s for p in pairsets for s in (*p.sentences_a, *p.sentences_b)], names,

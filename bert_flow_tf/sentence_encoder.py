@@ -153,7 +153,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     if self.calibration is not None:
       raise ValueError(f"max_seq_length stays {self.embedder.max_seq_length} while a calibration fitted on those "
                        "vectors is set; set it before fit, or make a new encoder")
-    self.embedder = SentenceEmbedder(self.embedder.loaded, self.embedder.pooling.name, int(value),
+    self.embedder = SentenceEmbedder(self.embedder.loaded, self.embedder.pooling_spec.name, int(value),
                                      strategy=self.embedder.strategy)
     self.store = EmbeddingStore(self.embedder, cache_dir=self.cache_dir, batch_size=self.batch_size)
     self.__dict__.pop("fingerprint", None)
@@ -187,7 +187,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
       logging.warning("%s of %s sentences were cut to %d tokens (max_seq_length)", f"{cut:,}",
                       f"{len(sentences):,}", self.embedder.max_seq_length)
     self.store.batch_size = batch_size or self.batch_size
-    return self.store.vectors(sentences, self.embedder.pooling, show_progress_bar)
+    return self.store.vectors(sentences, self.embedder.pooling_spec, show_progress_bar)
 
   def fit(self, sentences, method="flow", flow_config=None, learning_rate=None, num_train_epochs=None,
           batch_size=None, seed=None, init=None, from_store=False):
@@ -238,7 +238,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
       x = self.encode_raw(sentences) if is_text else np.asarray(sentences, np.float32)
     if not from_store and x.ndim == 2 and x.shape[1] != self.embedder.dim:
       raise ValueError(f"fit got vectors of width {x.shape[1]}; this encoder's raw vectors are "
-                       f"D={self.embedder.dim} ({self.embedder.pooling.describe()})")
+                       f"D={self.embedder.dim} ({self.embedder.pooling_spec.describe()})")
     self._set_calibration(calibrator.fit(method, x, fit_config))
     return self
 
@@ -247,13 +247,13 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     if not self.store.folder:
       raise ValueError("fit(from_store=True) reads the embedding store on disk; this encoder keeps it in memory "
                        "(give cache_dir to from_pretrained or load)")
-    self.store.ensure(sentences, pooling_lib.quantities(self.embedder.pooling))
-    return store_stream.fit_set(self.store.folder, self.embedder.pooling, sentences)
+    self.store.ensure(sentences, pooling_lib.quantities(self.embedder.pooling_spec))
+    return store_stream.fit_set(self.store.folder, self.embedder.pooling_spec, sentences)
 
   def _set_calibration(self, calibration):
     if calibration is not None and calibration.input_dim != self.embedder.dim:
       raise ValueError(f"a calibration of vectors of width {calibration.input_dim} cannot calibrate this "
-                       f"encoder's D={self.embedder.dim} ({self.embedder.pooling.describe()})")
+                       f"encoder's D={self.embedder.dim} ({self.embedder.pooling_spec.describe()})")
     self.calibration = calibration
 
   def semantic_search(self, queries, corpus, top_k=10, precision="float32", rescore=True, candidates=None):

@@ -50,7 +50,7 @@ def _run(python, args):
 def export_fresh(model_dir, pooling, export_dir):
   """Exports the model + a DDI Glow; returns (tokenizer ids of SENTENCES, in-process embeddings [n, D])."""
   embedder = SentenceEmbedder(loaders.load_model(model_dir), pooling, max_seq_length=64)
-  raw = EmbeddingStore(embedder).vectors(SENTENCES, embedder.pooling, show_progress=False)
+  raw = EmbeddingStore(embedder).vectors(SENTENCES, embedder.pooling_spec, show_progress=False)
   flow = Glow.from_config("config_l3_d3_w32", dim=embedder.dim, init="ddi", seed=0)
   flow.data_init(tf.constant(raw))
   export.export_models(embedder, flow, export_dir, version=1)

@@ -60,11 +60,11 @@ def test_own_files_fit_evaluate_through_one_store(tmp_path, own_files):
     out = experiment.spec.output_dir
     assert [(r.dataset, r.method, r.fit_on) for r in results] == [("custom", "none", None), ("custom", "sn", "target")]
     a, b = np.split(experiment.store.vectors([*custom.eval.sentences_a, *custom.eval.sentences_b],
-                                             experiment.embedder.pooling), 2)
+                                             experiment.embedder.pooling_spec), 2)
     assert results[0].value == pytest.approx(metrics.spearman_x100(search.cosine(a, b), custom.eval.labels))
     # The isotropy before fitting is that of the training sentences' vectors.
     fit_x = experiment.store.vectors([*custom.train[0].sentences_a, *custom.train[0].sentences_b],
-                                     experiment.embedder.pooling)
+                                     experiment.embedder.pooling_spec)
     isotropy = json.loads(open(os.path.join(out, "isotropy.json")).read())["custom"]
     assert isotropy["fit sentences"] == isotropy_lib.describe_isotropy(fit_x, "")[0]
     # The fitted baseline is saved and gives the scored SN row back.
@@ -77,7 +77,7 @@ def test_own_files_fit_evaluate_through_one_store(tmp_path, own_files):
     # One warning exactly when the SN score is below the uncalibrated one, naming both scores.
     rho = lambda x, y: 100 * scipy.stats.spearmanr(search.cosine(x, y), custom.eval.labels)[0]
     none, sn_rho = rho(a, b), rho(sn.transform(a), sn.transform(b))
-    if experiment.embedder.pooling.name == "last-avg":
+    if experiment.embedder.pooling_spec.name == "last-avg":
       assert none == pytest.approx(100.0) and sn_rho < 99.0
     want = [f"custom: sn (target) {sn_rho:.2f} < none {none:.2f} (spearman)"] if sn_rho < none else []
     assert [w.split(": this")[0] for w in run.record.warnings] == want
@@ -96,7 +96,7 @@ def test_eval_file_alone_fits_on_its_pairs(tmp_path, own_files):
   experiment, results = run.experiment, run.record.scores
   assert [(r.method, r.fit_on) for r in results] == [("none", None), ("flow", "target")]
   a, b = np.split(experiment.store.vectors([*spec.custom.eval.sentences_a, *spec.custom.eval.sentences_b],
-                                           experiment.embedder.pooling), 2)
+                                           experiment.embedder.pooling_spec), 2)
   flow = experiment.flows[("target", "custom")]
   assert results[1].value == pytest.approx(metrics.spearman_x100(
       search.cosine(glow.transform(flow.glow, a), glow.transform(flow.glow, b)), spec.custom.eval.labels))

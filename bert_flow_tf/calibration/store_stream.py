@@ -48,7 +48,7 @@ class StoreShards:
 
   Args:
     folder: str, a store folder (<cache_dir>/<model key>, `EmbeddingStore.folder`).
-    pooling: a resolved pooling (`pooling.resolve`).
+    pooling_spec: a PoolingSpec (`pooling.resolve`).
     keys: np.bytes_ S16 [n] (`store_files.sentence_keys`), or None. Given, only the rows of these sentences are
       read (a fit set in a store that holds others); a shard's rows keep their order.
 
@@ -57,9 +57,9 @@ class StoreShards:
     rows: int64 [shards], k: the rows of each shard that are read. Shards with none are left out.
   """
 
-  def __init__(self, folder, pooling, keys=None):
-    self.folder, self.pooling = folder, pooling
-    self.names = tuple(sorted(pooling_lib.quantities(pooling)))
+  def __init__(self, folder, pooling_spec, keys=None):
+    self.folder, self.pooling_spec = folder, pooling_spec
+    self.names = tuple(sorted(pooling_lib.quantities(pooling_spec)))
     indexes = {}
     for name in self.names:
       paths = store_files.shard_paths(folder, name)
@@ -106,7 +106,7 @@ class StoreShards:
     where = {self.names[0]: np.stack([np.full(len(rows), self._numbers[index]), rows], axis=1)}
     where.update({name: self._where[name][index][start:start + count] for name in self.names[1:]})
     values = {name: store_files.read_rows(self._files[name], where[name], self._widths[name]) for name in self.names}
-    return np.asarray(pooling_lib.combine(self.pooling, values), np.float32)
+    return np.asarray(pooling_lib.combine(self.pooling_spec, values), np.float32)
 
   def blocks(self, index, rows):
     """Yields (first row, float32 [R <= rows, D]): shard `index` in blocks of `rows` rows."""
@@ -115,11 +115,11 @@ class StoreShards:
       yield start, self.block(index, start, min(rows, length - start))
 
 
-def fit_set(folder, pooling, sentences):
+def fit_set(folder, pooling_spec, sentences):
   """StoreShards of `sentences` (each distinct one once, in the store's order) in the store folder `folder`.
   Raises ValueError when some of them are not stored (`EmbeddingStore.ensure` stores them)."""
   keys = np.unique(store_files.sentence_keys(sentences))
-  shards = StoreShards(folder, pooling, keys=keys)
+  shards = StoreShards(folder, pooling_spec, keys=keys)
   if int(shards.rows.sum()) != len(keys):
     raise ValueError(f"{folder}: {len(keys) - int(shards.rows.sum())} of the {len(keys)} fit sentences are not "
                      f"stored for {', '.join(shards.names)}; store them first (EmbeddingStore.ensure)")

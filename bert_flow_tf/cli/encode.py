@@ -73,7 +73,7 @@ def main(argv):
                                 static_shapes=engine_flags.static_shapes_from_flags(strategy),
                                 use_xla=FLAGS.use_xla)
     encoder = SentenceEncoder(embedder, batch_size=FLAGS.encode_batch_sentences)
-    what = embedder.pooling.describe()
+    what = embedder.pooling_spec.describe()
     if FLAGS.flow_checkpoint:
       try:
         encoder.load_flow(FLAGS.flow_checkpoint)

@@ -9,7 +9,7 @@ any requested quantity needs, so `emb-avg` runs no transformer block.
 `encode_quantities` is the one way sentences run through BERT; sentence vectors come from
 `store.EmbeddingStore.vectors` (cache_dir None: in memory), which asks it for what it does not hold yet and combines
 the quantities into the pooling. That is what `SentenceEncoder.encode`, run_flow.py and the benches run. The
-pooling is a value beside the quantity encoder (`pooling.Pooling`): the store and Beam hold a QuantityEncoder and
+pooling is a value beside the quantity encoder (`pooling.PoolingSpec`): the store and Beam hold a QuantityEncoder and
 name the pooling, or only the quantities, on each call.
 
 Legend: B = batch size, S = padded length, H = hidden size, D = embedding width, n = sentences.
@@ -168,15 +168,18 @@ class SentenceEmbedder(QuantityEncoder):
   Args:
     model, max_seq_length, strategy, static_shapes, use_xla, tokenizer: as QuantityEncoder.
     pooling: str, a name from bert_flow_tf.modeling.pooling (original names accepted).
+
+  Attributes:
+    pooling_spec: pooling.PoolingSpec, the name resolved for this model; dim: int D, its width.
   """
 
   def __init__(self, model, pooling=settings.POOLING, max_seq_length=settings.MAX_SEQ_LENGTH,
                strategy=None, static_shapes=False, use_xla=False, tokenizer=None):
     super().__init__(model, max_seq_length, strategy, static_shapes, use_xla, tokenizer)
-    self.pooling = pooling_lib.resolve(pooling, model.num_layers)
-    self.dim = self.pooling.output_dim(model.hidden_size)
+    self.pooling_spec = pooling_lib.resolve(pooling, model.num_layers)
+    self.dim = self.pooling_spec.output_dim(model.hidden_size)
 
   def embed_inputs(self, inputs, training=False):
     """Packed inputs (dict of int32 [B, S]) -> float32 [B, D] for this pooling. Dropout runs only when training."""
     outputs = self.encoder(inputs, training=training)
-    return pooling_lib.pool(self.pooling, outputs, inputs["input_mask"])
+    return pooling_lib.pool(self.pooling_spec, outputs, inputs["input_mask"])

@@ -156,6 +156,6 @@ class EmbeddingStore:
       self._quantity(name).add(keys, values[name])
     self.encoded += len(sentences)
 
-  def vectors(self, sentences, pooling, show_progress=None):
-    """Sentence vectors for a Pooling: np.float32 [n, D], derived from the stored quantities."""
-    return pooling_lib.combine(pooling, self.get(sentences, pooling_lib.quantities(pooling), show_progress))
+  def vectors(self, sentences, pooling_spec, show_progress=None):
+    """Sentence vectors for a PoolingSpec: np.float32 [n, D], derived from the stored quantities."""
+    return pooling_lib.combine(pooling_spec, self.get(sentences, pooling_lib.quantities(pooling_spec), show_progress))

@@ -33,7 +33,7 @@ import tensorflow as tf
 
 
 @dataclasses.dataclass(frozen=True)
-class Pooling:
+class PoolingSpec:
   """A resolved pooling: which layers, and how they combine.
 
   Attributes:
@@ -96,7 +96,7 @@ def _original_blocks(n, num_layers):
 
 
 def resolve(name, num_layers):
-  """Turns a pooling name into a Pooling for a model of `num_layers` blocks.
+  """Turns a pooling name into a PoolingSpec for a model of `num_layers` blocks.
 
   Raises:
     ValueError naming the bad value and the allowed ones.
@@ -105,27 +105,27 @@ def resolve(name, num_layers):
   fixed = _fixed(num_layers)
   if name in fixed:
     layer_ids, mode = fixed[name]
-    return Pooling(name, layer_ids, mode)
+    return PoolingSpec(name, layer_ids, mode)
   kind, n = _ORIGINAL_NAME.fullmatch(name).groups()
   n = int(n)
   if kind == "last-":
     if not 1 <= n <= num_layers:
       raise ValueError(f"{name}: N={n} is outside 1..{num_layers}")
-    return Pooling(name, (num_layers + 1 - n,), "mean")
-  return Pooling(name, _original_blocks(n, num_layers), "concat" if kind else "mean")
+    return PoolingSpec(name, (num_layers + 1 - n,), "mean")
+  return PoolingSpec(name, _original_blocks(n, num_layers), "concat" if kind else "mean")
 
 
-def quantities(pooling):
-  """The per-sentence quantities a Pooling is derived from (see `combine`), in layer order.
+def quantities(pooling_spec):
+  """The per-sentence quantities a PoolingSpec is derived from (see `combine`), in layer order.
 
   Names: "mean-l" is the token mean of layer l (0 = embeddings, 1..L = blocks), "cls-l" is block l's [CLS]
   vector, "pooler" is BERT's tanh pooler output. Each is a float32 [H] vector per sentence.
   """
-  if pooling.mode == "cls-pooler":
+  if pooling_spec.mode == "cls-pooler":
     return ("pooler",)
-  if pooling.mode == "cls-token":
-    return (f"cls-{pooling.layers[-1]}",)
-  return tuple(f"mean-{i}" for i in pooling.layers)
+  if pooling_spec.mode == "cls-token":
+    return (f"cls-{pooling_spec.layers[-1]}",)
+  return tuple(f"mean-{i}" for i in pooling_spec.layers)
 
 
 def deepest_layer(names, num_layers):
@@ -170,10 +170,10 @@ def compute_quantities(names, outputs, input_mask):
   return result
 
 
-def _combine(pooling, parts, concat, add):
-  if pooling.mode != "mean" and pooling.mode != "concat":
+def _combine(pooling_spec, parts, concat, add):
+  if pooling_spec.mode != "mean" and pooling_spec.mode != "concat":
     return parts[0]
-  if pooling.mode == "concat":
+  if pooling_spec.mode == "concat":
     return concat(parts)
   total = parts[0]
   for part in parts[1:]:
@@ -181,27 +181,27 @@ def _combine(pooling, parts, concat, add):
   return total / len(parts) if len(parts) > 1 else total
 
 
-def combine(pooling, values):
-  """A Pooling's sentence vectors from stored quantities (numpy), exactly as `pool` computes them in-graph.
+def combine(pooling_spec, values):
+  """A PoolingSpec's sentence vectors from stored quantities (numpy), exactly as `pool` computes them in-graph.
 
   Args:
-    pooling: Pooling.
-    values: dict quantity name -> np.float32 [N, H] (at least `quantities(pooling)`).
+    pooling_spec: PoolingSpec.
+    values: dict quantity name -> np.float32 [N, H] (at least `quantities(pooling_spec)`).
 
   Returns:
     np.float32 [N, D]: the mean over layers (summed left to right, then divided), the concatenation, or the
     single quantity.
   """
-  parts = [values[name] for name in quantities(pooling)]
-  out = _combine(pooling, parts, lambda p: np.concatenate(p, axis=-1), np.add)
+  parts = [values[name] for name in quantities(pooling_spec)]
+  out = _combine(pooling_spec, parts, lambda p: np.concatenate(p, axis=-1), np.add)
   return np.asarray(out, np.float32)
 
 
-def pool(pooling, outputs, input_mask):
-  """Applies a Pooling to an encoder's outputs, in-graph (the export and siamese training use this).
+def pool(pooling_spec, outputs, input_mask):
+  """Applies a PoolingSpec to an encoder's outputs, in-graph (the export and siamese training use this).
 
   Args:
-    pooling: Pooling, from resolve().
+    pooling_spec: PoolingSpec, from resolve().
     outputs: dict from BertEncoder (or a TF-Hub encoder): `encoder_outputs`, `pooled_output`, and
       `embedding_output` when layer 0 is used.
     input_mask: int [B, S].
@@ -209,6 +209,6 @@ def pool(pooling, outputs, input_mask):
   Returns:
     float32 [B, H] (or [B, N*H] for concat).
   """
-  values = compute_quantities(quantities(pooling), outputs, input_mask)
-  parts = [values[name] for name in quantities(pooling)]
-  return _combine(pooling, parts, lambda p: tf.concat(p, axis=-1), tf.add)
+  values = compute_quantities(quantities(pooling_spec), outputs, input_mask)
+  parts = [values[name] for name in quantities(pooling_spec)]
+  return _combine(pooling_spec, parts, lambda p: tf.concat(p, axis=-1), tf.add)

@@ -84,7 +84,7 @@ class _IdsEmbedder(tf.Module):
     # The Keras layers sit in an untracked namespace and only their variables are tracked: saving a tracked
     # Keras layer would also trace and store every sublayer's call (slow, and nothing serving uses).
     self._layers = types.SimpleNamespace(encoder=embedder.encoder, calibration=calibration,
-                                         pooling=embedder.pooling)
+                                         pooling_spec=embedder.pooling_spec)
     self.weights = list(embedder.encoder.variables) + ([] if calibration is None else
                                                        list(calibration.variables))
     # The vocab ships in assets/ so clients can tokenize; the settings they need to match it are variables.
@@ -96,7 +96,7 @@ class _IdsEmbedder(tf.Module):
   def embed_ids(self, inputs):
     """Dict of int32 [B, S] -> float32 [B, D]: pooled encoder outputs, through the flow when there is one."""
     outputs = self._layers.encoder(inputs, training=False)
-    x = pooling_lib.pool(self._layers.pooling, outputs, inputs["input_mask"])  # [B, D]
+    x = pooling_lib.pool(self._layers.pooling_spec, outputs, inputs["input_mask"])  # [B, D]
     if self._layers.calibration is None:
       return x
     z, _ = self._layers.calibration(x, training=False)
@@ -179,7 +179,7 @@ def export_models(embedder, calibration, export_dir, version=1, overwrite=False,
   check_version(version)
   if calibration is not None and calibration.dim != embedder.dim:
     raise ValueError(f"flow width {calibration.dim} != embedding width D={embedder.dim} "
-                     f"({embedder.pooling.describe()})")
+                     f"({embedder.pooling_spec.describe()})")
   paths = {kind: os.path.join(export_dir, kind, str(version)) for kind in ("text", "ids")}
   for path in paths.values():
     if os.path.exists(path) and not overwrite:
@@ -208,8 +208,8 @@ def export_info(embedder, calibration, version):
       "model_source": str(model.source),
       "model_format": model.format,
       "do_lower_case": bool(model.do_lower_case),
-      "pooling": embedder.pooling.name,
-      "pooling_description": embedder.pooling.describe(),
+      "pooling": embedder.pooling_spec.name,
+      "pooling_description": embedder.pooling_spec.describe(),
       "max_seq_length": embedder.max_seq_length,
       "padding": "each batch to its longest sentence, capped at max_seq_length",
       "dim": calibration.output_dim if affine else embedder.dim,

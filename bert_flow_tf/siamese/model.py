@@ -45,8 +45,8 @@ class SiameseModel(tf.Module):
   def __init__(self, loaded, pooling, num_labels, flow_model_config=None, low_dim=0, seed=0):
     super().__init__(name="siamese")
     self.encoder = loaded.encoder
-    self.pooling = pooling_lib.resolve(pooling, loaded.num_layers)
-    self.dim = self.pooling.output_dim(loaded.hidden_size)
+    self.pooling_spec = pooling_lib.resolve(pooling, loaded.num_layers)
+    self.dim = self.pooling_spec.output_dim(loaded.hidden_size)
     self.flow = None
     if flow_model_config is not None:
       with distribute.policy_scope("float32"):  # the flow's log-determinants need float32
@@ -72,7 +72,7 @@ class SiameseModel(tf.Module):
   def embed(self, ids, mask, training):
     """int32 [B, S] ids and mask -> (embedding float32 [B, D'], flow NLL float32 [B] bits/dim or None)."""
     inputs = packing.input_dict(ids, mask)
-    pooled = tf.cast(pooling_lib.pool(self.pooling, self.encoder(inputs, training=training), mask),
+    pooled = tf.cast(pooling_lib.pool(self.pooling_spec, self.encoder(inputs, training=training), mask),
                      tf.float32)                                                     # [B, D]
     nll = None
     if self.flow is not None:

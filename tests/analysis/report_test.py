@@ -53,7 +53,7 @@ def test_an_experiment_with_the_analysis_writes_every_file(tmp_path):
   assert "| Mean l2-norm |" in results and "## TensorBoard projector" in results
   dev = run.record.lexical_pairs
   # Table 6's "none" row from scratch: cosine of the stored vectors against a word-level Levenshtein distance.
-  a, b = np.split(experiment.store.vectors([*dev.sentences_a, *dev.sentences_b], experiment.embedder.pooling), 2)
+  a, b = np.split(experiment.store.vectors([*dev.sentences_a, *dev.sentences_b], experiment.embedder.pooling_spec), 2)
   cosine = np.sum(a * b, 1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
   distances = [word_levenshtein(x.split(), y.split()) for x, y in zip(dev.sentences_a, dev.sentences_b)]
   assert rhos["none"] == pytest.approx(100 * scipy.stats.spearmanr(cosine, distances)[0], abs=1e-4)

@@ -93,7 +93,7 @@ def test_a_worker_killed_while_shards_are_written_ends_the_run_in_one_line_and_a
   assert summary["embedded"] + summary["already_stored"] == len(sentences) and summary["already_stored"] > 0
   embedder = SentenceEmbedder(loaders.load_model(model_dir=model), "first-last-avg", max_seq_length=16)
   store = EmbeddingStore(embedder, str(cache))
-  fit = store_stream.fit_set(store.folder, embedder.pooling, sentences)   # each sentence once, whatever was killed
+  fit = store_stream.fit_set(store.folder, embedder.pooling_spec, sentences)   # each sentence once, whatever was killed
   assert int(fit.rows.sum()) == len(sentences)
   store.ensure(sentences, ["mean-1", "mean-3"], show_progress=False)
   assert store.encoded == 0

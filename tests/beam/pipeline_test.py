@@ -51,7 +51,7 @@ def run(tmp_path_factory):
   cache_dir = str(tmp / "cache")
   # Half the sentences are in the store already (written by the store itself).
   embedder = SentenceEmbedder(loaders.load_model(model_dir=model_dir), POOLING, max_seq_length=MAX_LEN)
-  EmbeddingStore(embedder, cache_dir, batch_size=64).vectors(prefilled, embedder.pooling, show_progress=False)
+  EmbeddingStore(embedder, cache_dir, batch_size=64).vectors(prefilled, embedder.pooling_spec, show_progress=False)
   # Two files (a glob), with duplicates across and within them, empty and whitespace-only lines.
   (tmp / "in").mkdir()
   (tmp / "in" / "a.txt").write_text("\n".join(sentences[:1200] + ["", "   "] + sentences[:30]) + "\n")
@@ -82,7 +82,7 @@ def test_the_store_then_serves_every_sentence_without_bert_with_embedder_vectors
   embedder = SentenceEmbedder(loaders.load_model(model_dir=model_dir), POOLING, max_seq_length=MAX_LEN)
   store = EmbeddingStore(embedder, cache_dir, batch_size=64)      # what run_flow.py --cache_dir opens
   assert store.folder == summary["folder"]
-  got = store.vectors(sentences, embedder.pooling, show_progress=False)
+  got = store.vectors(sentences, embedder.pooling_spec, show_progress=False)
   assert store.encoded == 0                                          # no BERT work
   want = engine_vectors(embedder, sentences, 64)
   assert np.max(np.abs(got - want)) <= 1e-6

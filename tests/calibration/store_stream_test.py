@@ -133,13 +133,13 @@ def test_shards_restricted_to_keys_read_only_those_rows_in_their_order(tmp_path)
   everything = store_stream.StoreShards(folder, pooling_lib.resolve("first-last-avg", L))
   stored = [np.load(os.path.join(folder, "mean-1", s))["keys"] for s in everything.shards]
   wanted = np.sort(np.concatenate([stored[0][3:9], stored[1][::7], store_lib.sentence_keys(["not stored"])]))
-  some = store_stream.StoreShards(folder, everything.pooling, keys=wanted)
+  some = store_stream.StoreShards(folder, everything.pooling_spec, keys=wanted)
   for i in range(2):
     rows = np.flatnonzero(np.isin(stored[i], wanted))
     np.testing.assert_array_equal(some.read(i), everything.read(i)[rows])
   assert some.rows.tolist() == [6, 8]
   with pytest.raises(ValueError, match="any of the 1 sentences"):
-    store_stream.StoreShards(folder, everything.pooling, keys=store_lib.sentence_keys(["not stored"]))
+    store_stream.StoreShards(folder, everything.pooling_spec, keys=store_lib.sentence_keys(["not stored"]))
 
 
 def _tiny_store(model_dir, cache_dir, shard_size=16384):
@@ -149,14 +149,14 @@ def _tiny_store(model_dir, cache_dir, shard_size=16384):
 
 def _check_counts_each_sentence_once(store, sentences):
   """The fit set of `sentences` in `store` holds each distinct one once, with the store's own vectors."""
-  pooling = store.embedder.pooling
-  fit = store_stream.fit_set(store.folder, pooling, sentences)
+  pooling_spec = store.embedder.pooling_spec
+  fit = store_stream.fit_set(store.folder, pooling_spec, sentences)
   distinct = sorted(set(sentences))
   assert int(fit.rows.sum()) == len(distinct)
   read = np.concatenate([fit.read(i) for i in range(len(fit))])
   # The rows in the fit set's order: shard by shard, each shard's keys in file order.
   keys = np.concatenate([store_lib.read_keys(os.path.join(store.folder, fit.names[0], s)) for s in fit.shards])
-  by_key = dict(zip(store_lib.sentence_keys(distinct).tolist(), store.vectors(distinct, pooling,
+  by_key = dict(zip(store_lib.sentence_keys(distinct).tolist(), store.vectors(distinct, pooling_spec,
                                                                               show_progress=False)))
   order = [k for k in keys.tolist() if k in by_key]
   seen = set()

@@ -17,8 +17,8 @@ def model(tmp_path_factory):
 
 def encode(embedder, sentences, batch_size):
   """The engine alone (no store): `encode_quantities` combined into the embedder's pooling, np.float32 [n, D]."""
-  names = pooling_lib.quantities(embedder.pooling)
-  return pooling_lib.combine(embedder.pooling, embedder.encode_quantities(sentences, names, batch_size))
+  names = pooling_lib.quantities(embedder.pooling_spec)
+  return pooling_lib.combine(embedder.pooling_spec, embedder.encode_quantities(sentences, names, batch_size))
 
 
 def one_at_a_time(embedder, sentences):
@@ -127,7 +127,7 @@ def stored_quantities(model):
                                   "cls-raw", "avg-last-3", "avg-last-last-2", "avg-last-concat-3"])
 def test_stored_quantities_reproduce_every_pooling(model, stored_quantities, name):
   embedder = SentenceEmbedder(model, name, max_seq_length=16)
-  derived = pooling_lib.combine(embedder.pooling, stored_quantities)
+  derived = pooling_lib.combine(embedder.pooling_spec, stored_quantities)
   # The reference pools inside the graph (SentenceEmbedder.embed_inputs -> pooling.pool), not from the quantities,
   # on all the sentences in one padded batch (one-at-a-time equals the engine: test_single_device_matches_...).
   reference = embedder.embed_inputs(embedder.tokenizer(tf.constant(SENTENCES))).numpy()

@@ -7,15 +7,15 @@ only the tokenizer, the BERT and the name -> layers table (`pooling.resolve`, te
 import numpy as np
 
 
-def _pooled(pooling, outputs):
+def _pooled(pooling_spec, outputs):
   """One sentence's vector: outputs of the BERT on [1, S] unpadded inputs -> float64 [D]."""
-  if pooling.mode == "cls-pooler":
+  if pooling_spec.mode == "cls-pooler":
     return np.asarray(outputs["pooled_output"], np.float64)[0]
   layers = [outputs["embedding_output"], *outputs["encoder_outputs"]]  # layer l: [1, S, H]
-  if pooling.mode == "cls-token":
-    return np.asarray(layers[pooling.layers[0]], np.float64)[0, 0]
-  means = [np.asarray(layers[layer], np.float64)[0].mean(axis=0) for layer in pooling.layers]  # each [H]
-  return np.concatenate(means) if pooling.mode == "concat" else np.mean(means, axis=0)
+  if pooling_spec.mode == "cls-token":
+    return np.asarray(layers[pooling_spec.layers[0]], np.float64)[0, 0]
+  means = [np.asarray(layers[layer], np.float64)[0].mean(axis=0) for layer in pooling_spec.layers]  # each [H]
+  return np.concatenate(means) if pooling_spec.mode == "concat" else np.mean(means, axis=0)
 
 
 def engine_vectors(embedder, sentences, batch_size=64):
@@ -32,5 +32,5 @@ def engine_vectors(embedder, sentences, batch_size=64):
     pieces = embedder.tokenizer.tokenize([sentence])             # ragged [1, (pieces)], no special tokens
     length = min(int(pieces.row_lengths()[0]) + 2, embedder.max_seq_length)  # [CLS] pieces [SEP], truncated
     inputs = embedder.tokenizer.pack(pieces, length)
-    out.append(_pooled(embedder.pooling, embedder.encoder(inputs, training=False)))
+    out.append(_pooled(embedder.pooling_spec, embedder.encoder(inputs, training=False)))
   return np.asarray(out, np.float32)

@@ -1,4 +1,4 @@
-"""EmbeddingStore: per-sentence quantities, each encoded once, reused across poolings; corrupt shards rebuilt."""
+"""EmbeddingStore: per-sentence quantities, each encoded once, reused across pooling_specs; corrupt shards rebuilt."""
 import os
 
 import numpy as np
@@ -56,10 +56,10 @@ def test_a_pooling_needing_only_stored_quantities_runs_no_bert(tmp_path, model):
 
 def test_several_poolings_in_one_pass(tmp_path, model):
   store = EmbeddingStore(embedder(model, "last-avg"), None, batch_size=4)
-  poolings = [pooling_lib.resolve(n, 3) for n in ("emb-avg", "last-avg", "first-last-avg", "cls")]
-  store.get(SENTENCES, {q for p in poolings for q in pooling_lib.quantities(p)})
+  pooling_specs = [pooling_lib.resolve(n, 3) for n in ("emb-avg", "last-avg", "first-last-avg", "cls")]
+  store.get(SENTENCES, {q for p in pooling_specs for q in pooling_lib.quantities(p)})
   assert store.encoded == len(set(SENTENCES))
-  for p in poolings:
+  for p in pooling_specs:
     np.testing.assert_allclose(store.vectors(SENTENCES, p), engine_vectors(embedder(model, p.name), SENTENCES, 4),
                                atol=1e-6)
   assert store.encoded == len(set(SENTENCES))

@@ -246,11 +246,11 @@ def test_minilm_agrees_across_hf_tf1_and_hub(minilm_dir, data_dir, tmp_path):
   inputs = _token_inputs(minilm_dir / "tokenizer.json", _stsb_sentences(data_dir, 20))
   outputs = {m.format: m.encoder(inputs) for m in (hf, tf1, hub)}
   for name in ("last-avg", "first-last-avg", "cls-raw"):
-    spec = pooling.resolve(name, 6)
-    reference = pooling.pool(spec, outputs["hf"], inputs["input_mask"]).numpy()
+    pooling_spec = pooling.resolve(name, 6)
+    reference = pooling.pool(pooling_spec, outputs["hf"], inputs["input_mask"]).numpy()
     assert reference.shape == (20, 384) and np.abs(reference).max() > 1e-2
     for fmt in ("tf1", "hub"):
-      got = pooling.pool(spec, outputs["tf1" if fmt == "tf1" else "tfhub"], inputs["input_mask"]).numpy()
+      got = pooling.pool(pooling_spec, outputs["tf1" if fmt == "tf1" else "tfhub"], inputs["input_mask"]).numpy()
       diff = np.abs(got - reference).max()
       print(f"{name} hf vs {fmt}: max abs diff {diff:.3g}")
       assert diff <= 1e-5, (name, fmt, diff)

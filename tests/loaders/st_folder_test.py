@@ -41,7 +41,7 @@ def test_hub_name_gives_sentence_transformers_vectors(caplog):
   ref = np.load(FIXTURE)
   sentences = [str(s) for s in ref["sentences"]]
   enc = SentenceEncoder.from_pretrained("sentence-transformers/all-MiniLM-L6-v2")
-  assert (enc.max_seq_length, enc.embedder.pooling.name, enc.normalize, enc.get_sentence_embedding_dimension()) == \
+  assert (enc.max_seq_length, enc.embedder.pooling_spec.name, enc.normalize, enc.get_sentence_embedding_dimension()) == \
       (256, "last-avg", True, 384)
   enc.max_seq_length = 64
   with caplog.at_level(logging.WARNING):
@@ -77,13 +77,13 @@ def test_a_cls_folder_with_its_bert_in_a_subfolder(tmp_path):
                       settings={"prompts": {"query": "the "}, "default_prompt_name": "query",
                                 "similarity_fn_name": "dot"})
   enc = SentenceEncoder.from_pretrained(folder)
-  assert (enc.embedder.pooling.name, enc.max_seq_length, enc.normalize, enc.similarity_fn_name) == \
+  assert (enc.embedder.pooling_spec.name, enc.max_seq_length, enc.normalize, enc.similarity_fn_name) == \
       ("cls-raw", 12, False, "dot")
   assert enc.prompts == {"query": "the "} and enc.default_prompt_name == "query"
   plain = SentenceEncoder.from_pretrained(str(tmp_path / "tiny" / "model"), pooling="cls-raw", max_seq_length=12)
   np.testing.assert_allclose(enc.encode("dog"), plain.encode("the dog"), atol=1e-6)
   as_sentence_transformers = SentenceEncoder(folder, truncate_dim=4)  # SentenceTransformer(name)'s spelling
-  assert (as_sentence_transformers.embedder.pooling.name, as_sentence_transformers.max_seq_length) == ("cls-raw", 12)
+  assert (as_sentence_transformers.embedder.pooling_spec.name, as_sentence_transformers.max_seq_length) == ("cls-raw", 12)
   np.testing.assert_allclose(as_sentence_transformers.encode("dog"), enc.encode("dog")[:4], atol=1e-6)
 
 

@@ -47,8 +47,8 @@ def test_fixture_covers_the_edge_cases(reference):
 
 @pytest.mark.parametrize("name", POOLINGS)
 def test_pooling_matches_transformers(name, model, outputs, reference):
-  resolved = pooling.resolve(name, model.num_layers)
-  ours = pooling.pool(resolved, outputs, tf.constant(reference["attention_mask"])).numpy()
+  pooling_spec = pooling.resolve(name, model.num_layers)
+  ours = pooling.pool(pooling_spec, outputs, tf.constant(reference["attention_mask"])).numpy()
   diff = np.abs(ours - reference[name]).max()
   print(f"{name}: max abs diff {diff:.2e} over {ours.shape}")
   assert ours.shape == reference[name].shape
