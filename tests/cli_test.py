@@ -122,9 +122,10 @@ def _script_flags(script, *argv):
 # Written out here, not read from the code: script -> {old name: canonical name}.
 _EXPECTED_ALIASES = {
     "run_flow": {"sentence_embedding_type": "pooling", "predict_batch_size": "encode_batch_sentences",
-                 "train_batch_size": "flow_batch_pairs", "cached_dir": "cache_dir"},
+                 "train_batch_size": "flow_batch_pairs", "cached_dir": "cache_dir", "flow": "fit_flow"},
     "run_siamese": {"sentence_embedding_type": "pooling", "train_batch_size": "train_batch_pairs",
-                    "eval_batch_size": "eval_batch_pairs", "predict_batch_size": "predict_batch_pairs"},
+                    "eval_batch_size": "eval_batch_pairs", "predict_batch_size": "predict_batch_pairs",
+                    "flow": "use_flow"},
     "encode": {"sentence_embedding_type": "pooling", "batch_size": "encode_batch_sentences"},
     "beam": {"sentence_embedding_type": "pooling", "predict_batch_size": "encode_batch_sentences",
              "cached_dir": "cache_dir"},
@@ -141,10 +142,12 @@ def test_each_script_has_exactly_the_expected_aliases(script):
     ("run_flow", "predict_batch_size", "7", "encode_batch_sentences", 7),
     ("run_flow", "train_batch_size", "9", "flow_batch_pairs", 9),
     ("run_flow", "cached_dir", "", "cache_dir", ""),
+    ("run_flow", "flow", "false", "fit_flow", False),
     ("run_siamese", "sentence_embedding_type", "cls", "pooling", "cls"),
     ("run_siamese", "train_batch_size", "5", "train_batch_pairs", 5),
     ("run_siamese", "eval_batch_size", "6", "eval_batch_pairs", 6),
     ("run_siamese", "predict_batch_size", "3", "predict_batch_pairs", 3),
+    ("run_siamese", "flow", "true", "use_flow", True),
     ("encode", "sentence_embedding_type", "first-last-avg", "pooling", "first-last-avg"),
     ("encode", "batch_size", "4", "encode_batch_sentences", 4),
 ])
@@ -154,6 +157,17 @@ def test_an_alias_sets_its_canonical_flag(script, alias, text, canonical, want):
   assert not fv[canonical].using_default_value
   assert aliases.given_name(fv, canonical) == alias
   assert aliases.given_name(_script_flags(script, f"--{canonical}={text}"), canonical) == canonical
+
+
+@pytest.mark.parametrize("script, argv, canonical, want", [
+    ("run_flow", "--noflow", "fit_flow", False),
+    ("run_flow", "--flow", "fit_flow", True),
+    ("run_siamese", "--flow", "use_flow", True),
+    ("run_siamese", "--noflow", "use_flow", False),
+])
+def test_the_originals_bool_flow_flag_is_an_alias_in_both_forms(script, argv, canonical, want):
+  fv = _script_flags(script, argv)
+  assert fv[canonical].value is want and fv[canonical].present and aliases.given_name(fv, canonical) == "flow"
 
 
 def test_aliases_in_a_flagfile_and_flags_txt_round_trip(tmp_path):
@@ -264,7 +278,7 @@ def test_help_shows_the_real_defaults():
   fv = flags.FlagValues()
   run_flow_flags.define_flags(fv)
   text = flag_help.help_text(fv, run_flow_flags.GROUPS)
-  for line in ("--pooling (default: last-avg)", "--flow_batch_pairs (default: 32)", "--[no]flow (default: true)",
+  for line in ("--pooling (default: last-avg)", "--flow_batch_pairs (default: 32)", "--[no]fit_flow (default: true)",
                "--[no]analysis (default: false)", "--cache_dir (default: unset)", "--output_parent_dir (default: exp)",
                "--encode_batch_sentences (default: 64)", "--fit_on (default: target)"):
     assert f"\n  {line}\n" in text, line

@@ -71,8 +71,8 @@ def _write_data(root):
 
 # name -> extra run_flow arguments; each case writes <root>/exp/<name> and, with an export, <root>/export_<name>.
 CASES = {
-    "mirrored-xla": ["--num_cpu_replicas=2", "--use_xla", "--noflow", "--export_flow=none", "--cached_dir="],
-    "plain": ["--noflow", "--export_flow=none", "--cached_dir="],
+    "mirrored-xla": ["--num_cpu_replicas=2", "--use_xla", "--nofit_flow", "--export_flow=none", "--cached_dir="],
+    "plain": ["--nofit_flow", "--export_flow=none", "--cached_dir="],
     "all-tasks": ["--eval_tasks=all", "--fit_on=target,nli", "--baselines=whitening-4", "--export_flow=nli"],
     "faithful": ["--flow_mode=faithful", "--flow_learning_rate=1e-2"],
 }

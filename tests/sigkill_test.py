@@ -103,7 +103,7 @@ def test_run_siamese_killed_mid_training_resumes_to_the_same_results(tmp_path):
   model, data = make_tiny_setup(tmp_path)
   args = ["--task_name=snli", f"--data_dir={data}", f"--model_dir={model}", "--train_splits=dev,test",
           "--max_seq_length=16", "--train_batch_size=4", "--num_train_epochs=1", "--save_checkpoints_steps=2",
-          "--learning_rate=1e-3", "--flow", "--flow_loss", f"--flow_model_config={siamese_flow_config(model)}",
+          "--learning_rate=1e-3", "--use_flow", "--flow_loss", f"--flow_model_config={siamese_flow_config(model)}",
           "--do_train", "--do_eval", "--do_predict"]
   out = tmp_path / "out"
   run_args = args + [f"--output_dir={out}"]

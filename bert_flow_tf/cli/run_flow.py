@@ -52,7 +52,7 @@ def _check_combinations():
     raise app.UsageError("--export_flow=init_checkpoint reads the Glow from --init_checkpoint, which is not set")
   problem = FLAGS.fit_from_store and fit_from_store_problem(
       FLAGS.cache_dir != "", FLAGS.flow_mode, bool(FLAGS.train_file or FLAGS.eval_file), _eval_tasks(),
-      FLAGS.fit_on if FLAGS.flow else [], FLAGS.baselines)
+      FLAGS.fit_on if FLAGS.fit_flow else [], FLAGS.baselines)
   if problem:
     raise app.UsageError(f"--fit_from_store: {problem}")
   if FLAGS.export_dir and len(FLAGS.pooling) > 1:
@@ -62,7 +62,7 @@ def _check_combinations():
 
 def _check_fit_set(custom, target_fit_config):
   """Fails when the own training pairs are fewer than one step of the target flow's fit."""
-  if custom is None or not FLAGS.flow or "target" not in FLAGS.fit_on or FLAGS.fit_from_store:
+  if custom is None or not FLAGS.fit_flow or "target" not in FLAGS.fit_on or FLAGS.fit_from_store:
     return  # from the store, the pairs are counted once the distinct sentences are stored
   own = FLAGS.train_file or FLAGS.eval_file
   try:
@@ -82,7 +82,7 @@ def _eval_tasks():
 
 def _exp_name():
   """The default --exp_name: <exp_name_prefix>_<task>_<model>_<pooling>_<flow>."""
-  flow = f"flow-{'+'.join(FLAGS.fit_on)}-{FLAGS.flow_mode}" if FLAGS.flow else "noflow"
+  flow = f"flow-{'+'.join(FLAGS.fit_on)}-{FLAGS.flow_mode}" if FLAGS.fit_flow else "noflow"
   model = os.path.basename(os.path.normpath(FLAGS.init_checkpoint or FLAGS.model_dir))
   own = FLAGS.train_file or FLAGS.eval_file
   task = f"{data.custom.DATASET}-{os.path.splitext(os.path.basename(own))[0]}" if own else FLAGS.task_name
@@ -122,7 +122,7 @@ def main(argv):
       model=model, pooling=name, data_dir=FLAGS.data_dir,
       output_dir=output_dir if len(poolings) == 1 else os.path.join(output_dir, name),
       max_seq_length=FLAGS.max_seq_length, eval_tasks=_eval_tasks(),
-      fit_on=tuple(FLAGS.fit_on) if FLAGS.flow else (), target_fit_config=target_fit_config,
+      fit_on=tuple(FLAGS.fit_on) if FLAGS.fit_flow else (), target_fit_config=target_fit_config,
       nli_fit_config=nli_fit_config,
       flow_mode=FLAGS.flow_mode, use_full_for_training=FLAGS.use_full_for_training,
       one_pass_full=FLAGS.one_pass_full, baselines=tuple(FLAGS.baselines),

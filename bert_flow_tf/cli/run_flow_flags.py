@@ -25,7 +25,7 @@ from bert_flow_tf.utils import checks
 
 # alias -> canonical flag
 ALIASES = {"sentence_embedding_type": "pooling", "predict_batch_size": "encode_batch_sentences",
-           "train_batch_size": "flow_batch_pairs", "cached_dir": "cache_dir"}
+           "train_batch_size": "flow_batch_pairs", "cached_dir": "cache_dir", "flow": "fit_flow"}
 # FlowFitConfig field -> its flag (the target setting's); weight_decay_rate and log_every_steps keep their defaults.
 FIT_FLAGS = {"flow_model_config": "flow_model_config", "init": "flow_init", "learning_rate": "flow_learning_rate",
              "num_train_epochs": "num_train_epochs", "batch_size": "flow_batch_pairs", "seed": "seed",
@@ -37,16 +37,16 @@ GROUPS = (
     ("Model and pooling", model_flags.FLAG_NAMES + ("max_seq_length", "pooling")),
     ("Data and evaluation", ("task_name", "data_dir", "eval_tasks", "train_file", "train_format", "eval_file",
                              "baselines", "lexical_analysis", "analysis")),
-    ("Flow", ("flow", "fit_on", "flow_mode", "fit_from_store", "flow_model_config", "flow_init", "flow_learning_rate",
-              "num_train_epochs", "nli_flow_learning_rate", "nli_num_train_epochs", "flow_batch_pairs",
-              "use_full_for_training", "one_pass_full", "seed", "save_checkpoints_steps")),
+    ("Flow", ("fit_flow", "fit_on", "flow_mode", "fit_from_store", "flow_model_config", "flow_init",
+              "flow_learning_rate", "num_train_epochs", "nli_flow_learning_rate", "nli_num_train_epochs",
+              "flow_batch_pairs", "use_full_for_training", "one_pass_full", "seed", "save_checkpoints_steps")),
     ("Outputs", ("output_dir", "output_parent_dir", "exp_name", "exp_name_prefix", "cache_dir", "export_dir",
                  "export_flow", "progress")),
     *engine_flags.help_groups("Encoding and devices", ["encode_batch_sentences"]),
 )
 # What --help shows (--helpfull: every flag): the flags of the README's commands.
 KEY_FLAGS = ("model_dir", "max_seq_length", "pooling", "task_name", "data_dir", "eval_tasks", "train_file",
-             "eval_file", "baselines", "flow", "fit_on", "flow_mode", "flow_learning_rate", "num_train_epochs",
+             "eval_file", "baselines", "fit_flow", "fit_on", "flow_mode", "flow_learning_rate", "num_train_epochs",
              "flow_batch_pairs", "seed", "output_dir", "cache_dir", "export_dir", "progress",
              "encode_batch_sentences", "tpu", "num_gpus")
 
@@ -80,7 +80,7 @@ class RunFlowOptions:
       first line holds a tab).
     eval_file: Own scored pairs, sentence1<TAB>sentence2<TAB>score (optional header): the 'custom' column of the
       results; without --train_file the flow is fitted on them.
-    flow: Fit and evaluate the flow.
+    fit_flow: Fit and evaluate the flow (--nofit_flow: the raw vectors and the baselines only).
     fit_on: Where the flow is fitted: target (the task's own sentences), nli.
     flow_mode: cached: vectors computed once without dropout; faithful: BERT with dropout, recomputed every step,
       as the original.
@@ -102,7 +102,7 @@ class RunFlowOptions:
     export_dir: Write the servable SavedModels here (text/1 and ids/1); unset: no export.
     export_flow: Which flow the export chains: target or nli (fitted here), none, or init_checkpoint: the Glow
       stored in an original BERT-flow checkpoint (--init_checkpoint, its bert/flow/... variables; config read from
-      them unless --flow_model_config is given), exported unchanged (use with --flow=false).
+      them unless --flow_model_config is given), exported unchanged (use with --nofit_flow).
   """
   task_name: str = _checked(checks.one_of(data.EVAL_TASKS), "sts-b")
   data_dir: str = "data"
@@ -113,7 +113,7 @@ class RunFlowOptions:
   train_file: str = None
   train_format: str = _checked(checks.one_of(data.custom.TRAIN_FORMATS), "auto")
   eval_file: str = None
-  flow: bool = True
+  fit_flow: bool = True
   fit_on: tuple = _checked(checks.each(checks.one_of(scores.FIT_ON)), ("target",))
   flow_mode: str = _checked(checks.one_of(flow_fitting.MODES), "cached")
   fit_from_store: bool = False

@@ -1,8 +1,8 @@
 """The flags of run_siamese.py, in the groups its --help shows (names: docs/flags.md).
 
 Every SiameseConfig field that the model and engine flags do not fill is a flag: of the field's name, or of the
-name in RENAMES (the config keeps the original's field names; the flags say pairs, and pooling). The original's
-names are ALIASES.
+name in RENAMES (the config keeps the original's field names; the flags say pairs, pooling and use_flow). The
+original's names are ALIASES.
 
   siamese_flags.define_flags()                                  # at the script's top
   config = siamese_flags.config_from_flags(FLAGS, model=...)    # in main
@@ -23,7 +23,8 @@ MODEL_FIELDS = ("model", "bert_config_file", "vocab_file", "init_checkpoint", "d
 ENGINE_FIELDS = ("tpu", "num_gpus", "use_xla", "static_shapes")
 # SiameseConfig field -> its flag, where the two differ.
 RENAMES = {"sentence_embedding_type": "pooling", "train_batch_size": "train_batch_pairs",
-           "eval_batch_size": "eval_batch_pairs", "predict_batch_size": "predict_batch_pairs"}
+           "eval_batch_size": "eval_batch_pairs", "predict_batch_size": "predict_batch_pairs",
+           "flow": "use_flow"}
 # alias -> canonical flag: the config's field names are the original's flag names.
 ALIASES = dict(RENAMES)
 
@@ -33,7 +34,7 @@ GROUPS = (
     ("What to run", ("do_train", "do_eval", "do_predict", "predict_pool")),
     ("Training", ("train_batch_pairs", "learning_rate", "num_train_epochs", "warmup_proportion", "l2_penalty",
                   "seed", "use_mixed_precision")),
-    ("Flow (trained jointly)", ("flow", "flow_loss", "flow_learning_rate", "flow_model_config")),
+    ("Flow (trained jointly)", ("use_flow", "flow_loss", "flow_learning_rate", "flow_model_config")),
     ("Outputs and checkpoints", ("output_dir", "output_parent_dir", "exp_name", "save_checkpoints_steps",
                                  "keep_checkpoint_max", "log_every_step")),
     *engine_flags.help_groups("Evaluation and devices", ["eval_batch_pairs", "predict_batch_pairs"]),
@@ -41,8 +42,8 @@ GROUPS = (
 REQUIRED = ("task_name", "data_dir")
 # What --help shows (--helpfull: every flag).
 KEY_FLAGS = ("task_name", "data_dir", "train_splits", "model_dir", "max_seq_length", "pooling", "do_train", "do_eval",
-             "do_predict", "train_batch_pairs", "learning_rate", "num_train_epochs", "flow", "flow_loss", "output_dir",
-             "tpu", "num_gpus")
+             "do_predict", "train_batch_pairs", "learning_rate", "num_train_epochs", "use_flow", "flow_loss",
+             "output_dir", "tpu", "num_gpus")
 
 
 def define_flags(flag_values=flags.FLAGS):

@@ -55,7 +55,7 @@ class SiameseConfig:
     save_checkpoints_steps: int. Checkpoint every this many steps.
     keep_checkpoint_max: int. Checkpoints kept.
     log_every_step: int. Log the losses every this many steps.
-    flow: bool. Put a Glow on the pooled embeddings (u, v become its outputs).
+    flow: bool. Put a Glow on the pooled embeddings (u, v become its outputs); flag --use_flow.
     flow_loss: bool. Train the flow on its NLL with its own optimizer (needs flow).
     flow_learning_rate: float >= 0. The flow optimizer's constant learning rate; 0 keeps the flow as it is.
     flow_model_config: str. A glow/configs name or JSON path (default glow.DEFAULT_CONFIG).

@@ -1,8 +1,8 @@
 """The siamese trainer: the model, its optimizers and checkpoints under a tf.distribute strategy.
 
-With `flow` and `flow_loss` (the original's `--flow=1 --flow_loss=1`) there are two optimizers: BERT's
-(`glow.create_optimizer`: AdamWeightDecay, linear warmup then linear decay to 0) applies the gradients of the
-supervised loss to the encoder and classifier variables, the flow's (AdamWeightDecay at a constant
+With `flow` and `flow_loss` (`--use_flow --flow_loss`; the original's `--flow=1 --flow_loss=1`) there are two
+optimizers: BERT's (`glow.create_optimizer`: AdamWeightDecay, linear warmup then linear decay to 0) applies the
+gradients of the supervised loss to the encoder and classifier variables, the flow's (AdamWeightDecay at a constant
 `flow_learning_rate`) the gradients of the flow loss to the flow variables; variables are split by module
 (`encoder.trainable_variables`, `flow.trainable_variables`). With `flow` alone the flow is one more layer trained by
 the supervised loss.

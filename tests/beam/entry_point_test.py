@@ -43,7 +43,7 @@ def test_run_flow_finds_every_vector_the_pipeline_wrote(tmp_path, data_dir):
   summary = json.loads(beam.stdout.strip().splitlines()[-1])
   assert summary["embedded"] == len(sentences) and summary["names"] == ["mean-3"]
   flow = tiny_runs.run("run_flow", ["--model_dir", model, f"--data_dir={stsb}", "--sentence_embedding_type=last-avg",
-                                    "--noflow", f"--output_parent_dir={tmp_path / 'exp'}", "--exp_name=c",
+                                    "--nofit_flow", f"--output_parent_dir={tmp_path / 'exp'}", "--exp_name=c",
                                     f"--cache_dir={cache}"], cwd=tmp_path)
   assert flow.returncode == 0, flow.stderr[-3000:]
   assert "new sentences" not in flow.stderr                          # the store's "encoding N new sentences"

@@ -121,7 +121,7 @@ def test_unknown_tensors_still_fail_naming_them(original, tmp_path):
 
 @pytest.mark.slow
 def test_run_flow_exports_the_original_model_unchanged(original, tmp_path, data_dir):
-  """run_flow.py --init_checkpoint=<original> --flow=false --export_flow=init_checkpoint: BERT + avg + the
+  """run_flow.py --init_checkpoint=<original> --nofit_flow --export_flow=init_checkpoint: BERT + avg + the
   original's Glow in the ids SavedModel, checked against the loaded encoder and Glow in this process."""
   import tensorflow as tf
   from bert_flow_tf import loaders
@@ -137,7 +137,7 @@ def test_run_flow_exports_the_original_model_unchanged(original, tmp_path, data_
   export_dir = tmp_path / "export"
   cmd = [sys.executable, os.path.join(REPO, "run_flow.py"), f"--bert_config_file={root / 'bert_config.json'}",
          f"--vocab_file={root / 'vocab.txt'}", f"--init_checkpoint={checkpoint}", "--sentence_embedding_type=avg",
-         f"--data_dir={tmp_path / 'data'}", "--flow=false", "--export_flow=init_checkpoint",
+         f"--data_dir={tmp_path / 'data'}", "--nofit_flow", "--export_flow=init_checkpoint",
          f"--export_dir={export_dir}", f"--output_parent_dir={tmp_path / 'exp'}", "--cached_dir="]
   result = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
