@@ -135,9 +135,10 @@ class Experiment:
       pairs = pair_sources.FaithfulPairs(self.embedder, [s for p in pairsets for s in p.sentences_a],
                                          [s for p in pairsets for s in p.sentences_b])
     with self.timer.stage(f"fit flow ({fit_on})"):
-      flow, summary = flow_fitting.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{dataset}",
-                                            provenance=provenance, show_progress_bar=self.spec.show_progress_bar)
-    return calibrator.FlowCalibration(flow, fit_config, summary)
+      glow_model, summary = flow_fitting.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{dataset}",
+                                                  provenance=provenance,
+                                                  show_progress_bar=self.spec.show_progress_bar)
+    return calibrator.FlowCalibration(glow_model, fit_config, summary)
 
   def _fit_isotropy(self, dataset, fit_vectors):
     """The isotropy of the fit sentences' vectors (isotropy.json's "fit sentences"), logged before fitting."""

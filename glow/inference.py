@@ -11,20 +11,20 @@ import tensorflow as tf
 _LATENT_FNS = weakref.WeakKeyDictionary()
 
 
-def _latent_fn(flow):
-  if flow not in _LATENT_FNS:
-    flow_ref = weakref.ref(flow)
-    _LATENT_FNS[flow] = tf.function(lambda x: flow_ref()(x, training=False)[0],
+def _latent_fn(glow_model):
+  if glow_model not in _LATENT_FNS:
+    glow_ref = weakref.ref(glow_model)
+    _LATENT_FNS[glow_model] = tf.function(lambda x: glow_ref()(x, training=False)[0],
                                     input_signature=[tf.TensorSpec([None, None], tf.float32)], autograph=False)
-  return _LATENT_FNS[flow]
+  return _LATENT_FNS[glow_model]
 
 
-def transform(flow, vectors, batch_size=1024):
+def transform(glow_model, vectors, batch_size=1024):
   """The flow's latent z for float32 [N, D] vectors, in batches, without dropout. Returns np.float32 [N, D].
 
   Runs a traced function (one per flow): a call on a few vectors costs about a millisecond, not the ~85 ms of
   the Keras model's eager ops."""
-  latent = _latent_fn(flow)
+  latent = _latent_fn(glow_model)
   out = [latent(tf.constant(vectors[i:i + batch_size], tf.float32)).numpy()
          for i in range(0, len(vectors), batch_size)]
   return np.concatenate(out) if out else np.zeros_like(vectors, np.float32)

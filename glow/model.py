@@ -90,12 +90,12 @@ class Glow(keras.layers.Layer):
   """BERT-flow's Glow: x [B, D] -> (z [B, D], logdet [B]), exactly invertible.
 
   Example:
-    flow = Glow.from_config("config_l2_d3_w32", dim=768)
-    z, logdet = flow(x)          # x float32 [B, 768]
-    x_back = flow.inverse(z)     # [B, 768]
-    loss = tf.reduce_mean(flow.nll(x, training=True))   # bits/dim
+    glow_model = Glow.from_config("config_l2_d3_w32", dim=768)
+    z, logdet = glow_model(x)          # x float32 [B, 768]
+    x_back = glow_model.inverse(z)     # [B, 768]
+    loss = tf.reduce_mean(glow_model.nll(x, training=True))   # bits/dim
 
-  Variables are created in the constructor, so a `tf.train.Checkpoint(flow=flow)` restores
+  Variables are created in the constructor, so a `tf.train.Checkpoint(flow=glow_model)` restores
   into them at once. `initialized` (a saved bool variable) records whether the ActNorms hold
   their initial values: True from the start for init="original", set by `data_init` for "ddi".
 

@@ -35,11 +35,11 @@ def nll_loss(*nlls, global_batch_size=None):
   return tf.add_n(terms)
 
 
-def loss_and_gradients(flow, batches, weight=None, global_batch_size=None):
-  """`nll_loss` of `batches` through `flow` (training mode) and its gradients.
+def loss_and_gradients(glow_model, batches, weight=None, global_batch_size=None):
+  """`nll_loss` of `batches` through `glow_model` (training mode) and its gradients.
 
   Args:
-    flow: Glow.
+    glow_model: Glow.
     batches: sequence of float32 [B, D]: (x,) or (a, b).
     weight: float32 [B] or None, per-row weight of the NLLs (0 drops a padding row).
     global_batch_size: int or None, as `nll_loss`.
@@ -48,20 +48,20 @@ def loss_and_gradients(flow, batches, weight=None, global_batch_size=None):
     (loss float32 scalar in bits/dim, gradients: one per `flow.trainable_variables`).
   """
   with tf.GradientTape() as tape:
-    nlls = [flow.nll(x, training=True) for x in batches]
+    nlls = [glow_model.nll(x, training=True) for x in batches]
     if weight is not None:
       nlls = [nll * weight for nll in nlls]
     loss = nll_loss(*nlls, global_batch_size=global_batch_size)
-  return loss, tape.gradient(loss, flow.trainable_variables)
+  return loss, tape.gradient(loss, glow_model.trainable_variables)
 
 
-def make_train_step(flow, optimizer, pairs=False, jit_compile=False):
+def make_train_step(glow_model, optimizer, pairs=False, jit_compile=False):
   """Returns a `tf.function` that takes one gradient step of `nll_loss` and returns the loss.
 
   The function is traced once: its input_signature is float32 [None, D] per input.
 
   Args:
-    flow: Glow. For init="ddi", call `flow.data_init(first_batch)` (or restore an initialized
+    glow_model: Glow. For init="ddi", call `glow_model.data_init(first_batch)` (or restore an initialized
       checkpoint) before making the step.
     optimizer: a Keras optimizer, e.g. glow.AdamWeightDecay (which clips to global norm 1.0).
     pairs: bool. False: the step takes one batch x. True: it takes a batch of pairs (a, b), as BERT-flow's fit
@@ -75,29 +75,29 @@ def make_train_step(flow, optimizer, pairs=False, jit_compile=False):
   Raises:
     ValueError: if the flow's ActNorms still wait for data_init.
   """
-  check_initialized(flow)
-  variables = flow.trainable_variables
+  check_initialized(glow_model)
+  variables = glow_model.trainable_variables
   optimizer.build(variables)
-  spec = tf.TensorSpec([None, flow.dim], tf.float32)
+  spec = tf.TensorSpec([None, glow_model.dim], tf.float32)
 
   @tf.function(input_signature=[spec, spec] if pairs else [spec], jit_compile=jit_compile, autograph=False)
   def train_step(*batches):
-    loss, grads = loss_and_gradients(flow, batches)
+    loss, grads = loss_and_gradients(glow_model, batches)
     optimizer.apply_gradients(zip(grads, variables))
     return loss
 
   return train_step
 
 
-def check_initialized(flow):
-  """Raises ValueError if the flow's ActNorms still wait for `data_init` (a step would train from zeros)."""
-  if not bool(flow.initialized.numpy()):
-    raise ValueError(f"Glow {flow.name!r} (init={flow.init!r}) is not initialized: call "
-                     "flow.data_init(first_batch) before making the train step")
+def check_initialized(glow_model):
+  """Raises ValueError if the Glow's ActNorms still wait for `data_init` (a step would train from zeros)."""
+  if not bool(glow_model.initialized.numpy()):
+    raise ValueError(f"Glow {glow_model.name!r} (init={glow_model.init!r}) is not initialized: call "
+                     "glow_model.data_init(first_batch) before making the train step")
 
 
-def trace_settings(flow, optimizer):
-  """What a traced step of `flow` and `optimizer` fixes as constants: everything but their variables.
+def trace_settings(glow_model, optimizer):
+  """What a traced step of `glow_model` and `optimizer` fixes as constants: everything but their variables.
 
   That is the Glow's `get_config()` but its seed and name (the seed only draws initial variables) and the
   optimizer's but its name and a float learning rate (a variable the trace reads; a schedule is fixed in it).
@@ -105,7 +105,7 @@ def trace_settings(flow, optimizer):
   Returns:
     dict; two (Glow, optimizer) pairs whose settings are equal can share one trace.
   """
-  glow = {k: v for k, v in flow.get_config().items() if k not in ("name", "seed")}
+  glow = {k: v for k, v in glow_model.get_config().items() if k not in ("name", "seed")}
   return {"glow": glow, "optimizer": optimizer_settings(optimizer)}
 
 
@@ -132,9 +132,9 @@ class ReusableTrainStep:
   """One Glow, one optimizer and their traced pair step (`make_train_step(pairs=True)`), kept across fits.
 
   Tracing the step costs seconds (`bench/flow.py`: trace_s), a step milliseconds. Instead of a new trace per fit,
-  `reset(flow, optimizer)` takes the fit's new Glow and optimizer (made as a fit without reuse would make them)
+  `reset(glow_model, optimizer)` takes the fit's new Glow and optimizer (made as a fit without reuse would make them)
   and puts their state into the kept ones, the learning rate included: the next steps compute what a new step of
-  `flow` and `optimizer` would, on the same trace. `reset` refuses (ValueError) what it cannot make
+  `glow_model` and `optimizer` would, on the same trace. `reset` refuses (ValueError) what it cannot make
   exact: a Glow or optimizer that differs in what the trace fixes as constants (`trace_settings`), and a second
   fit of a flow with coupling dropout (the trace's random ops would go on with the previous fit's draws).
 
@@ -144,29 +144,29 @@ class ReusableTrainStep:
   """
 
   def __init__(self, config, dim, init, optimizer):
-    self.flow = Glow(config, dim, init=init)
+    self.glow_model = Glow(config, dim, init=init)
     self.optimizer = type(optimizer).from_config(optimizer.get_config())
-    self.optimizer.build(self.flow.trainable_variables)
-    self.settings = trace_settings(self.flow, self.optimizer)
+    self.optimizer.build(self.glow_model.trainable_variables)
+    self.settings = trace_settings(self.glow_model, self.optimizer)
     self._step = None
 
-  def reset(self, flow, optimizer):
-    """Starts a new fit from the variables of `flow` and a new `optimizer` (not built: its moments are the zeros
+  def reset(self, glow_model, optimizer):
+    """Starts a new fit from the variables of `glow_model` and a new `optimizer` (not built: its moments are the zeros
     its build would make, `add_variable_from_reference`; its iteration count and learning rate are copied).
 
     Raises:
       ValueError naming each setting that differs from the trace's, a coupling dropout once the step ran, or an
       optimizer already built.
     """
-    differences = _differences(self.settings, trace_settings(flow, optimizer))
-    if self._step is not None and flow.config.coupling_dropout:
-      differences.append(f"config.coupling_dropout={flow.config.coupling_dropout} (the trace's dropout draws "
+    differences = _differences(self.settings, trace_settings(glow_model, optimizer))
+    if self._step is not None and glow_model.config.coupling_dropout:
+      differences.append(f"config.coupling_dropout={glow_model.config.coupling_dropout} (the trace's dropout draws "
                          "would continue from the previous fit)")
     if optimizer.variables[1:]:
       differences.append("the optimizer is built (it has moments of its own; give a new one)")
     if differences:
       raise ValueError(f"this traced step cannot run that fit exactly: {'; '.join(differences)}")
-    copy_variables(flow, self.flow)
+    copy_variables(glow_model, self.glow_model)
     self.optimizer.iterations.assign(optimizer.iterations)
     for moment in self.optimizer.variables[1:]:                # m and v
       moment.assign(tf.zeros_like(moment))
@@ -176,7 +176,7 @@ class ReusableTrainStep:
   def __call__(self, a, b):
     """One step on the pairs a, b float32 [B, D]; returns the loss (bits/dim, before the update)."""
     if self._step is None:
-      self._step = make_train_step(self.flow, self.optimizer, pairs=True)
+      self._step = make_train_step(self.glow_model, self.optimizer, pairs=True)
     return self._step(a, b)
 
   def tracing_count(self):

@@ -48,8 +48,8 @@ class FlowCalibration:
   method = FLOW
   int8_ranges = None
 
-  def __init__(self, flow, fit_config, summary):
-    self.glow, self.fit_config, self.summary = flow, fit_config, summary
+  def __init__(self, glow_model, fit_config, summary):
+    self.glow, self.fit_config, self.summary = glow_model, fit_config, summary
 
   @property
   def dim(self):
@@ -176,8 +176,8 @@ def fit(method, x, fit_config=None):
     rows_a, rows_b = pairs_lib.consecutive_pairs(len(x))
     pairs, provenance = pair_sources.CachedPairs(x[rows_a], x[rows_b]), None
   with tempfile.TemporaryDirectory(prefix="bert-flow-") as tmp:
-    flow, summary = flow_fitting.fit_flow(pairs, fit_config, tmp, provenance=provenance)
-  return _with_ranges(FlowCalibration(flow, fit_config, summary), x)
+    glow_model, summary = flow_fitting.fit_flow(pairs, fit_config, tmp, provenance=provenance)
+  return _with_ranges(FlowCalibration(glow_model, fit_config, summary), x)
 
 
 def load_calibration(folder, flow_info=None):

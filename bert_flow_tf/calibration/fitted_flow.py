@@ -117,7 +117,7 @@ def load_glow(flow_dir, info=None):
     raise errors.UserError(f"the flow did not finish fitting ({info.get('steps_done')} of {info.get('num_steps')} "
                            "steps); rerun the fit to resume it", flow_dir)
   try:
-    flow = glow.Glow(glow.GlowConfig.from_dict(info["flow_config"]), info["dim"], init=info["fit"]["init"],
+    glow_model = glow.Glow(glow.GlowConfig.from_dict(info["flow_config"]), info["dim"], init=info["fit"]["init"],
                      seed=info["fit"]["seed"])
   except (TypeError, ValueError, KeyError, tf.errors.OpError) as e:
     raise errors.UserError(f"cannot build the flow it describes ({type(e).__name__}: {_one_line(e)})",
@@ -129,12 +129,12 @@ def load_glow(flow_dir, info=None):
                            os.path.join(flow_dir, "checkpoint")) from e
   if latest is None:
     raise errors.missing_file("no flow checkpoint", flow_dir)
-  restore_strictly(flow, latest)
-  return flow
+  restore_strictly(glow_model, latest)
+  return glow_model
 
 
-def restore_strictly(flow, prefix):
-  """Restores `flow` from the checkpoint `prefix` (written with `tf.train.Checkpoint(flow=...)`, optimizer state
+def restore_strictly(glow_model, prefix):
+  """Restores `glow_model` from the checkpoint `prefix` (written with `tf.train.Checkpoint(flow=...)`, optimizer state
   allowed beside it): every variable of the flow must be there with its shape, and the checkpoint's `flow/` must
   hold nothing else.
 
@@ -147,7 +147,7 @@ def restore_strictly(flow, prefix):
   except (tf.errors.OpError, ValueError, IndexError) as e:  # a truncated file: IndexError "Read less bytes"
     raise errors.UserError(f"cannot read the flow checkpoint, corrupt? ({_one_line(e)})", prefix) from e
   with tempfile.TemporaryDirectory(prefix="bert-flow-layout-") as tmp:  # this flow's names and shapes
-    expected = _flow_variables(tf.train.Checkpoint(flow=flow).write(os.path.join(tmp, "flow")))
+    expected = _flow_variables(tf.train.Checkpoint(flow=glow_model).write(os.path.join(tmp, "flow")))
   for name in sorted(expected.keys() | saved.keys()):
     if expected.get(name) != saved.get(name):
       what = ("missing from the checkpoint" if name not in saved else "in the checkpoint but not in this flow"
@@ -156,7 +156,7 @@ def restore_strictly(flow, prefix):
       raise errors.UserError(f"the checkpoint does not hold the flow flow.json describes: variable {name} is "
                              f"{what}", prefix)
   try:
-    tf.train.Checkpoint(flow=flow).restore(prefix).expect_partial()  # the optimizer's state is not restored
+    tf.train.Checkpoint(flow=glow_model).restore(prefix).expect_partial()  # the optimizer's state is not restored
   except (tf.errors.OpError, ValueError, IndexError) as e:
     raise errors.UserError(f"cannot restore the flow, corrupt? ({_one_line(e)})", prefix) from e
 
@@ -172,20 +172,20 @@ def _flow_variables(prefix):
           if name.startswith("flow/") and ".OPTIMIZER_SLOT" not in name}
 
 
-def save(flow, flow_dir, fit_config, summary):
+def save(glow_model, flow_dir, fit_config, summary):
   """Writes a fitted flow as `fit_flow` leaves it, for `load_glow`: flow.json and a checkpoint of the flow alone (no
   optimizer slots).
 
   Args:
-    flow: the fitted Glow.
+    glow_model: the fitted Glow (checkpointed under the key flow, as the original's).
     flow_dir: str, a new or empty directory.
     fit_config: FlowFitConfig, how it was fitted.
     summary: dict, what `fit_flow` returned with it (complete must be True).
   """
   os.makedirs(flow_dir, exist_ok=True)
-  tf.train.Checkpoint(flow=flow).save(os.path.join(flow_dir, "flow"))
+  tf.train.Checkpoint(flow=glow_model).save(os.path.join(flow_dir, "flow"))
   extra = {k: v for k, v in summary.items() if k not in ("dim", "flow_config", "fit")}
-  write_info(flow_dir, flow.dim, fit_config, extra)
+  write_info(flow_dir, glow_model.dim, fit_config, extra)
 
 
 def reuse(flow_dir, fit_config, provenance):

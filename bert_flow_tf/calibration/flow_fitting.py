@@ -187,21 +187,21 @@ def fit_flow(pairs, fit_config, flow_dir, name="flow", provenance=None, show_pro
   state = _train_state(pairs, glow_config, fit_config, optimizer, traced_steps)  # before seeding: it may build a Glow
   fresh = _seeded_glow(glow_config, pairs.dim, fit_config)
   state.reset(fresh, optimizer)
-  flow, optimizer = state.flow, state.optimizer
+  glow_model, optimizer = state.glow_model, state.optimizer
   step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-  checkpoint = tf.train.Checkpoint(flow=flow, optimizer=optimizer, step=step)
+  checkpoint = tf.train.Checkpoint(flow=glow_model, optimizer=optimizer, step=step)
   manager = tf.train.CheckpointManager(checkpoint, flow_dir, max_to_keep=2)
   if manager.latest_checkpoint:
     checkpoint.restore(manager.latest_checkpoint)
     logging.info("%s: resuming from %s (step %d of %d)", name, manager.latest_checkpoint, int(step), num_steps)
   elif fit_config.init == "ddi":
     a, b = pairs.batch(order[0])
-    flow.data_init(tf.concat([a, b], axis=0))
+    glow_model.data_init(tf.concat([a, b], axis=0))
   fitted_flow.write_info(flow_dir, pairs.dim, fit_config, {"num_steps": num_steps, "steps_done": int(step),
                                                        "complete": False, "provenance": provenance})
 
   with pairs.strategy.scope():
-    train_step = pairs.make_train_step(flow, optimizer, fit_config.batch_size)
+    train_step = pairs.make_train_step(glow_model, optimizer, fit_config.batch_size)
   if train_step is None:
     train_step = lambda row: state(*pairs.batch(row))
   writer = tf.summary.create_file_writer(os.path.join(flow_dir, "tb"))
@@ -231,5 +231,5 @@ def fit_flow(pairs, fit_config, flow_dir, name="flow", provenance=None, show_pro
   fitted_flow.write_info(flow_dir, pairs.dim, fit_config, summary)
   logging.info("%s: %d steps in %.1f s, loss (bits/dim, a+b) %s -> %s", name, num_steps, seconds,
                summary["first_loss"], summary["last_loss"])
-  glow.training.copy_variables(flow, fresh)                    # the state's Glow goes on to the next fit
+  glow.training.copy_variables(glow_model, fresh)              # the state's Glow goes on to the next fit
   return fresh, summary

@@ -46,7 +46,7 @@ class PairSource(Protocol):
     """(a, b) float32 [B, D]: the vectors of the pairs of one step, `row` a row of `batch_order`."""
     raise NotImplementedError
 
-  def make_train_step(self, flow, optimizer, batch_size):  # pylint: disable=unused-argument
+  def make_train_step(self, glow_model, optimizer, batch_size):  # pylint: disable=unused-argument
     """A step of its own, train_step(row) -> loss float32 scalar (bits/dim), or None (the default): the fit then
     runs the flow's traced pair step (`glow.make_train_step(pairs=True)`) on `batch(row)`."""
     return None
@@ -120,26 +120,26 @@ class FaithfulPairs(PairSource):
     """(a, b) float32 [len(row), D], embedded on the host with dropout (the host path; DDI init)."""
     return self._embed(row), self._embed(row + self.n)
 
-  def make_train_step(self, flow, optimizer, batch_size):
+  def make_train_step(self, glow_model, optimizer, batch_size):
     """None on the host path; else train_step(row int [B]) -> loss float32 scalar (bits/dim, before the update).
 
-    Call under `self.strategy.scope()` (the optimizer builds its slots here), with `flow` and `optimizer` made
+    Call under `self.strategy.scope()` (the optimizer builds its slots here), with `glow_model` and `optimizer` made
     under that scope.
     """
     if self.on_host:
       return None
-    glow.training.check_initialized(flow)
+    glow.training.check_initialized(glow_model)
     strategy, embedder = self.strategy, self.embedder
     replicas = strategy.num_replicas_in_sync
     rows = -(-batch_size // replicas) * replicas                  # B rounded up to a multiple of R
-    variables = flow.trainable_variables
+    variables = glow_model.trainable_variables
     optimizer.build(variables)
 
     def forward_backward(a, b, weight):
       """One replica's share: a, b dicts of int32 [B/R, S], weight float32 [B/R] (0 on padding rows)."""
       x_a = embedder.embed_inputs(a, training=True)                # BERT is frozen: outside the tape
       x_b = embedder.embed_inputs(b, training=True)
-      return glow.loss_and_gradients(flow, (x_a, x_b), weight, global_batch_size=batch_size)
+      return glow.loss_and_gradients(glow_model, (x_a, x_b), weight, global_batch_size=batch_size)
 
     if embedder.use_xla:
       forward_backward = tf.function(forward_backward, jit_compile=True, autograph=False)

@@ -42,16 +42,16 @@ def _actnorm_names(actnorm, prefix):
   return [(f"{prefix}actnorm/actnorm_center/b", actnorm.b), (f"{prefix}actnorm/actnorm_scale/logs", actnorm.logs)]
 
 
-def flow_names(flow):
-  """(original name, variable) for every variable of `flow` that the original checkpoint stores, in order."""
+def flow_names(glow_model):
+  """(original name, variable) for every variable of `glow_model` that the original checkpoint stores, in order."""
   names = []
-  coupling = flow.config.coupling
-  for level, steps in enumerate(flow.levels):
+  coupling = glow_model.config.coupling
+  for level, steps in enumerate(glow_model.levels):
     for depth, step in enumerate(steps):
       prefix = _step_prefix(level, depth)
       actnorm, permute, couple = step.ops
       names += _actnorm_names(actnorm, prefix)
-      if not flow.config.permutation:
+      if not glow_model.config.permutation:
         names += [(f"{prefix}invertible/{k}", v) for k, v in (
             ("P", permute.p), ("L", permute.l), ("U", permute.u), ("sign_S", permute.sign_s),
             ("log_S", permute.log_s))]
@@ -63,12 +63,12 @@ def flow_names(flow):
   return names
 
 
-def reversal_names(flow):
-  """The original names of the fixed reversal matrices `flow` implies (none for an LU 1x1 config)."""
-  if not flow.config.permutation:
+def reversal_names(glow_model):
+  """The original names of the fixed reversal matrices `glow_model` implies (none for an LU 1x1 config)."""
+  if not glow_model.config.permutation:
     return []
   return [f"{_step_prefix(level, depth)}invertible/w"
-          for level, steps in enumerate(flow.levels) for depth in range(len(steps))]
+          for level, steps in enumerate(glow_model.levels) for depth in range(len(steps))]
 
 
 def infer_config(shapes):
@@ -160,11 +160,11 @@ def load_tf1_flow(init_checkpoint, config=None):
     if _structure(config) != _structure(stored):
       raise ValueError(f"--flow_model_config {_structure(config)} disagrees with the Glow stored in "
                        f"{init_checkpoint}: {_structure(stored)}")
-  flow = Glow(config, dim, init="original")
+  glow_model = Glow(config, dim, init="original")
   tensors = {name: reader.get_tensor(name) for name in shapes}
-  targets = [(name, _fill_with_leading_ones(variable)) for name, variable in flow_names(flow)]
-  targets += [(name, _check_reversal) for name in reversal_names(flow)]
+  targets = [(name, _fill_with_leading_ones(variable)) for name, variable in flow_names(glow_model)]
+  targets += [(name, _check_reversal) for name in reversal_names(glow_model)]
   names_lib.assign_strict(targets, tensors, source=init_checkpoint, what="the Glow")
   logging.info("loaded the original's Glow from %s: %d tensors, D=%d, %s", init_checkpoint, len(tensors), dim,
                _structure(config))
-  return flow
+  return glow_model

@@ -40,6 +40,11 @@ class SiameseModel(tf.Module):
     flow_model_config: str or None. A Glow config name; None for no flow.
     low_dim: int, 0 for none.
     seed: int, for W's initializer and the Glow's rotations.
+
+  Attributes:
+    pooling_spec: pooling.PoolingSpec; dim: int D. flow: the glow.Glow, or None. It keeps the name flow (not
+      glow_model, as elsewhere) because a tf.Module attribute's name is its checkpoint key (model/flow/...):
+      renamed, the checkpoints written so far would no longer resume.
   """
 
   def __init__(self, loaded, pooling, num_labels, flow_model_config=None, low_dim=0, seed=0):

@@ -83,6 +83,6 @@ def test_reusable_step_after_reset_equals_a_new_glow_and_optimizer():
     reusable.reset(Glow(config, 16, seed=seed), AdamWeightDecay(learning_rate=learning_rate))
     step = make_train_step(want_flow, AdamWeightDecay(learning_rate=learning_rate), pairs=True)
     assert [float(step(a, b)) for a, b in batches] == [float(reusable(a, b)) for a, b in batches]
-    for want, got in zip(want_flow.variables, reusable.flow.variables):
+    for want, got in zip(want_flow.variables, reusable.glow_model.variables):
       np.testing.assert_array_equal(want.numpy(), got.numpy(), err_msg=want.name)
   assert reusable.tracing_count() == 1
