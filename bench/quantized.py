@@ -9,7 +9,8 @@ Prints one markdown table (and writes the numbers as JSON with --json_out). Vect
     vectors); "int8 (ST ranges)" uses sentence-transformers' rule instead: each dimension's min and max over those
     sentences (`quantize_embeddings(..., calibration_embeddings=)`). Nothing is fitted on STS-B test labels.
   * widths: full, and the first k = 128 and 64 dimensions after the calibration (whitening: its top-k principal
-    directions, = whitening-k); for the flow also the k dimensions of z with the largest variance on the fit set.
+    directions, = whitening-k; for the flow the k of z that truncate_dim keeps, those of largest variance on the fit
+    set: `calibration.truncation`), and for the flow also the first k of z.
 
 Quality: STS-B test Spearman x100 of the cosine of the codes as integers (int8), of 1 - 2 hamming / D (binary).
 Recall@10: --queries sentences drawn (seed 0) from the STS-B, SICK and SNLI sentences, searched in the 63,294-sentence
@@ -146,9 +147,10 @@ def quality(args, corpus, fit_sentences, stsb_test, query_ids):
     for space, (x_fit, x_all) in spaces.items():
       dim = x_all.shape[1]
       widths = [("full", slice(None))] + [(f"k={k}", slice(0, k)) for k in args.widths]
-      if space == "flow":
-        by_var = np.argsort(-x_fit.var(0), kind="stable")
-        widths += [(f"k={k}, top variance", by_var[:k]) for k in args.widths]
+      if space == "flow":  # k=K is what truncate_dim keeps (its variance order); the first K beside it
+        order = calibrations[(pooling, "flow")].truncation_order
+        widths = [(label, order[cut]) if label != "full" else (label, cut) for label, cut in widths]
+        widths += [(f"k={k}, first k", slice(0, k)) for k in args.widths]
       results[(pooling, space)] = space_rows(args, f"{pooling} {space}", x_fit, x_all, stsb, query_ids,
                                              [(label, cut) for label, cut in widths if label != f"k={dim}"])
   return results, calibrations
@@ -279,7 +281,7 @@ def table(args, results, scale_rows):
   lines += ["", "| target | measured | met |", "|---|---|---|"]
   for (pooling, space), widths in results.items():
     for width, p in widths.items():
-      if "top variance" in width:
+      if "first k" in width:
         continue
       gap = p["int8"][0] - p["float32"][0]
       lines.append(f"| int8 >= fp32 - 0.3: {pooling} {space} {width} | {gap:+.2f} | "

@@ -125,7 +125,8 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
       batch_size: int, sentences per encoding batch.
       cache_dir: str or None, see the class.
       prompts: dict name -> str or None (the folder's); default_prompt_name: str or None.
-      truncate_dim: int or None, `encode` keeps the first truncate_dim dimensions (after the calibration).
+      truncate_dim: int or None, `encode` keeps truncate_dim dimensions after the calibration (the first; a flow's:
+        those of largest variance on its fit sentences, `calibration.truncation`).
       similarity_fn_name: "cosine" (default), "dot", "euclidean" or "manhattan".
       **load_kwargs: passed to loaders.load_model (do_lower_case, vocab_file, ...).
 

@@ -22,6 +22,7 @@ import os
 
 import numpy as np
 
+from bert_flow_tf.calibration import truncation
 from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 
@@ -112,7 +113,8 @@ def encoding_ranges(calibration, truncate_dim=None, normalized=False):
 
   Args:
     calibration: the encoder's calibration (calibrator.FlowCalibration / BaselineCalibration), or None.
-    truncate_dim: int or None, the vectors keep their first truncate_dim dimensions.
+    truncate_dim: int or None, the vectors keep truncate_dim dimensions (`truncation.kept`: the first, or those the
+      calibration's truncation order puts first).
     normalized: bool, the vectors were scaled to unit length (after the calibration).
 
   Returns:
@@ -123,4 +125,4 @@ def encoding_ranges(calibration, truncate_dim=None, normalized=False):
   ranges = None if calibration is None else calibration.int8_ranges
   if ranges is None or normalized:
     return None
-  return ranges if truncate_dim is None else ranges[:, :truncate_dim]
+  return ranges[:, truncation.kept(calibration.truncation_order, truncate_dim, ranges.shape[1])]
