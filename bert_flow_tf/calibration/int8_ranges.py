@@ -95,12 +95,9 @@ def load(folder):
   """np.float32 [2, D'] saved in `folder`, or None when it holds none; errors.UserError naming the file when it is
   not int8 ranges."""
   path = os.path.join(folder, RANGES_FILE)
-  if not os.path.isfile(path):
+  ranges = io_utils.read_npy(path, "int8 ranges")
+  if ranges is None:
     return None
-  try:
-    ranges = np.load(path, allow_pickle=False)
-  except (OSError, ValueError, EOFError) as e:  # EOFError: an empty or cut file
-    raise errors.UserError(f"unreadable int8 ranges ({str(e)[:200]})", path) from e
   if (ranges.dtype != np.float32 or ranges.ndim != 2 or len(ranges) != 2 or not np.all(np.isfinite(ranges)) or
       not np.all(ranges[1] >= ranges[0])):
     raise errors.UserError(f"not int8 ranges (want finite float32 [2, D] with highs >= lows), got {ranges.dtype} "

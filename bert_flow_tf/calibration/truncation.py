@@ -61,12 +61,9 @@ def load(folder, dim):
   """int32 [dim] saved in `folder`, or None when it holds none; errors.UserError naming the file when it is not a
   permutation of 0..dim-1."""
   path = os.path.join(folder, ORDER_FILE)
-  if not os.path.isfile(path):
+  order = io_utils.read_npy(path, "truncation order")
+  if order is None:
     return None
-  try:
-    order = np.load(path, allow_pickle=False)
-  except (OSError, ValueError, EOFError) as e:  # EOFError: an empty or cut file
-    raise errors.UserError(f"unreadable truncation order ({str(e)[:200]})", path) from e
   if order.dtype != np.int32 or order.shape != (dim,) or not np.array_equal(np.sort(order), np.arange(dim)):
     raise errors.UserError(f"not a truncation order of the calibration's {dim} dimensions (want int32 [{dim}], a "
                            f"permutation of 0..{dim - 1}), got {order.dtype} {list(order.shape)}", path)
