@@ -15,10 +15,10 @@ Prints one markdown table (and writes the numbers as JSON with --json_out). Vect
 Quality: STS-B test Spearman x100 of the cosine of the codes as integers (int8), of 1 - 2 hamming / D (binary).
 Recall@10: --queries sentences drawn (seed 0) from the STS-B, SICK and SNLI sentences, searched in the 63,294-sentence
 corpus (itself left out), against exact fp32 cosine search of the same vectors at the same width.
-Scale (last-avg, whitening; --scale_widths, each "D':S": int8 codes of the first D' dimensions, sign bits of the
-first S): the corpus padded to --sizes vectors with draws from the Gaussian fitted to the corpus's calibrated vectors
-(at full width, then cut); recall@10 of binary + int8 rescoring (each of --scale_candidates) against exact fp32
-search at width D' (the int8 codes' width) over the padded corpus, for --scale_queries queries; the
+Scale (last-avg, whitening, the first k of --scale_dims dimensions): the corpus padded to --sizes vectors with draws
+from the Gaussian fitted to the corpus's calibrated vectors (at full width, then cut to k); recall@10 of binary +
+int8 rescoring (each of --scale_candidates) against exact fp32 search at width k over the padded corpus, for
+--scale_queries queries; the
 binary search SavedModel (real BERT + whitening, `serving.binary_search`) exported, its size on disk (and the
 corpus's own: words, codes and sentences) and load time, one-query latency p50/p99 and queries/s at batch 64
 through the TF1 session loader (as TF Serving runs it); beside it the exact fp32 search model (`search/1`) at the
@@ -198,21 +198,17 @@ def scale(args, corpus, calibrations, query_ids, workdir):
   for size in args.sizes:
     padded_full = padded(x_full, size)
     sentences = corpus + [f"synthetic vector {i}" for i in range(len(corpus), size)]
-    wants = {}  # the exact fp32 top 10 at each int8 width
-    for dim, bits in args.scale_widths:
-      big, ranges = padded_full[:, :bits], cal.int8_ranges[:, :dim]
+    for dim in args.scale_dims:
+      big, ranges = padded_full[:, :dim], cal.int8_ranges[:, :dim]
       q = big[query_ids]
-      if dim not in wants:
-        wants[dim] = np.concatenate([exact_top(q[i:i + 50, :dim], padded_full[:, :dim], 10, query_ids[i:i + 50])
-                                     for i in range(0, len(q), 50)])
-      want = wants[dim]
+      want = np.concatenate([exact_top(q[i:i + 50], big, 10, query_ids[i:i + 50]) for i in range(0, len(q), 50)])
       blocks = ((sentences[s:s + 65536], big[s:s + 65536]) for s in range(0, size, 65536))
       start = time.perf_counter()
       path = binary_search.export_binary_search(enc.embedder, affine, blocks, size, ranges,
-                                                os.path.join(workdir, f"bin{dim}-{bits}-{size}"), dims=np.arange(bits))
-      row = {"dim": dim, "bits": bits, "size": size, "export_s": time.perf_counter() - start,
-             "export_mb": dir_mb(path), "corpus_mb": (size * (8 * quantized_search.num_words(bits) + dim)
-                                                      + sum(len(t.encode("utf-8")) for t in sentences)) / 1e6}
+                                                os.path.join(workdir, f"bin{dim}-{size}"))
+      row = {"dim": dim, "size": size, "export_s": time.perf_counter() - start, "export_mb": dir_mb(path),
+             "corpus_mb": (size * (8 * quantized_search.num_words(dim) + dim)
+                           + sum(len(t.encode("utf-8")) for t in sentences)) / 1e6}
       start = time.perf_counter()
       session = session_loader.SessionModel(path)
       row["load_s"] = time.perf_counter() - start
@@ -233,7 +229,7 @@ def scale(args, corpus, calibrations, query_ids, workdir):
         session.close()
       row["faiss"] = faiss_row(args, big, q, query_ids, want, ranges, workdir)
       out.append(row)
-      print(f"  scale {dim}:{bits} {size}: {json.dumps(row)}", file=sys.stderr, flush=True)
+      print(f"  scale {dim} {size}: {json.dumps(row)}", file=sys.stderr, flush=True)
     del padded_full
   return out
 
@@ -249,10 +245,9 @@ def faiss_row(args, big, q, query_ids, want, ranges, workdir):
                            str(args.latency_requests)], capture_output=True, text=True, check=True)
   row = json.loads(result.stdout)
   cand = np.load(os.path.join(workdir, "candidates.npy"))                            # [n, C]
-  dim = ranges.shape[1]
   back = search.normalize(quantized_search.dequantize(
-      quantization.quantize_embeddings(big[:, :dim], "int8", ranges=ranges), ranges))
-  scores = np.einsum("nd,ncd->nc", search.normalize(q[:, :dim]), back[cand])
+      quantization.quantize_embeddings(big, "int8", ranges=ranges), ranges))
+  scores = np.einsum("nd,ncd->nc", search.normalize(q), back[cand])
   got = np.take_along_axis(cand, np.argsort(-scores, axis=1, kind="stable")[:, :11], axis=1)
   row["recall@10"] = recall(drop_self(got, query_ids, 10), want)
   return row
@@ -270,7 +265,7 @@ def table(args, results, scale_rows):
   lines += ["", "| search, last-avg whitening | export MB (corpus) | load s | recall@10 vs fp32 at k | p50 ms | p99 ms "
             "| queries/s, batch 64 |", "|---|---|---|---|---|---|---|"]
   for row in scale_rows:
-    where = f"{row['size']:,} vectors, k={row['dim']}, {row['bits']} sign bits"
+    where = f"{row['size']:,} vectors, k={row['dim']}"
     for c, r in row["candidates"].items():
       lines.append(f"| binary_search, {where}, {c} candidates | {row['export_mb']:.0f} ({row['corpus_mb']:.0f}) | "
                    f"{row['load_s']:.1f} | "
@@ -299,7 +294,7 @@ def table(args, results, scale_rows):
       lines.append(f"| int8 k=128 >= fp32 full - 0.5: last-avg {space} | {cut - full:+.2f} | "
                    f"{'yes' if cut - full >= -0.5 else f'no, by {-0.5 - (cut - full):.2f}'} |")
   for row in scale_rows:
-    where = f"{row['size']:,} vectors, k={row['dim']}, {row['bits']} sign bits"
+    where = f"{row['size']:,} vectors, k={row['dim']}"
     for c, r in row["candidates"].items():
       rec, p50 = r["recall@10"], r["p50_ms"]
       lines.append(f"| recall@10 >= 0.95: {where}, {c} candidates | {rec:.3f} | "
@@ -321,9 +316,8 @@ def main():
   parser.add_argument("--widths", default="128,64", help="truncated widths besides the full one")
   parser.add_argument("--candidates", type=int, default=100)
   parser.add_argument("--sizes", default="100000,1000000")
-  parser.add_argument("--scale_widths", default="128:128,128:384,384:384",
-                      help="the search exports' widths, each D':S: int8 codes of D' dimensions, sign bits of S")
-  parser.add_argument("--scale_candidates", default="100,1000", help="Hamming candidates rescored")
+  parser.add_argument("--scale_dims", default="128,384", help="widths of the search exports")
+  parser.add_argument("--scale_candidates", default="1000,4000", help="Hamming candidates rescored")
   parser.add_argument("--scale_queries", type=int, default=300, help="queries of the recall and latency at scale")
   parser.add_argument("--latency_requests", type=int, default=200)
   parser.add_argument("--faiss_python", default="/tmp/qvenv/bin/python")
@@ -332,8 +326,7 @@ def main():
   args = parser.parse_args()
   args.widths = (128,) if args.quick else tuple(int(k) for k in args.widths.split(","))
   args.sizes = [100000] if args.quick else [int(s) for s in args.sizes.split(",")]
-  args.scale_widths = [(128, 128)] if args.quick else [tuple(int(d) for d in w.split(":"))
-                                                        for w in args.scale_widths.split(",")]
+  args.scale_dims = [128] if args.quick else [int(d) for d in args.scale_dims.split(",")]
   args.scale_candidates = [int(c) for c in args.scale_candidates.split(",")]
   if args.quick:
     args.queries, args.latency_requests, args.scale_queries = 300, 30, 100

@@ -1,29 +1,24 @@
 """Binary search with int8 rescoring over a corpus held as codes: the numpy side of the binary search SavedModel.
 
-A corpus vector x (calibrated, optionally truncated: width S >= D') is held as
-  words  int64 [W]   the sign bits (x > 0) of all S dimensions, W = ceil(S / 64): sentence-transformers' packed
-                     bytes (`quantize_embeddings(x, "ubinary")`, the first dimension the high bit) read 8 at a time
+A corpus vector x (calibrated, optionally truncated to its first k dimensions: width D') is held as
+  words  int64 [W]   its sign bits (x > 0), W = ceil(D' / 64): sentence-transformers' packed bytes
+                     (`quantize_embeddings(x, "ubinary")`, the first dimension the high bit) read 8 at a time
                      as big-endian 64-bit words, zero-padded
-  codes  int8 [D']   `quantize_embeddings(x[:D'], "int8", ranges)` of its first D' dimensions, with the
-                     calibration's int8 ranges
-(8 W + D' bytes; fp32 would be 4 D'). S = D' by default; sign bits over more dimensions than the int8 codes
-(S > D', e.g. all 384 with D' = 128: 48 + 128 bytes) find the int8 codes' nearest among fewer candidates
-(docs/quantization.md has the measurements). `CorpusCodes` fills both a block of vectors at a time, so the fp32
-corpus is never held whole.
+  codes  int8 [D']   `quantize_embeddings(x, "int8", ranges)` with the calibration's int8 ranges
+(8 W + D' bytes; fp32 would be 4 D'). `CorpusCodes` fills both a block of vectors at a time, so the fp32 corpus is
+never held whole.
 
 `search` ranks a query q against the corpus in two passes:
-  1. Hamming distance between q's S sign bits and each corpus's words; the `candidates` nearest (equal distances:
+  1. Hamming distance between q's sign bits and each corpus's words; the `candidates` nearest (equal distances:
      the lower index first).
-  2. Rescoring (rescore=True): cosine of q's first D' dimensions (float32) and each candidate's codes read back to
-     the middle of their buckets (`dequantize`); the top_k of those, best first (equal scores: the Hamming-nearer
-     first). Without rescoring, the top_k of pass 1 with score 1 - 2 hamming / S (the cosine of the +-1 sign
-     vectors).
+  2. Rescoring (rescore=True): cosine of q (float32) and each candidate's codes read back to the middle of their
+     buckets (`dequantize`); the top_k of those, best first (equal scores: the Hamming-nearer first).
+     Without rescoring, the top_k of pass 1 with score 1 - 2 hamming / D' (the cosine of the +-1 sign vectors).
 
 The SavedModel (`serving.binary_search`) computes the same in its graph; `semantic_search` on an encoder calls
 this.
 
-Legend: n = queries, M = corpus vectors, D' = the int8 codes' width, S = the sign bits' (>= D'), W = 64-bit words
-per vector, C = candidates.
+Legend: n = queries, M = corpus vectors, D' = width, W = 64-bit words per vector, C = candidates.
 """
 import numpy as np
 
@@ -82,39 +77,35 @@ class CorpusCodes:
   Args:
     rows: int M, the corpus size.
     ranges: float [2, D'], the int8 ranges (the calibration's `int8_ranges`, truncated with the vectors).
-    binary_dim: int S >= D', the width of the vectors added (their sign bits); None: D'.
 
   Attributes:
-    words: int64 [M, W]; codes: int8 [M, D']; filled: rows added so far; dim: D'; binary_dim: S.
+    words: int64 [M, W]; codes: int8 [M, D']; filled: rows added so far.
   """
 
-  def __init__(self, rows, ranges, binary_dim=None):
+  def __init__(self, rows, ranges):
     self.ranges = np.asarray(ranges, np.float32)
     self.dim = self.ranges.shape[1]
-    self.binary_dim = self.dim if binary_dim is None else int(binary_dim)
-    if self.binary_dim < self.dim:
-      raise ValueError(f"the sign bits ({self.binary_dim}) must cover the int8 codes' {self.dim} dimensions")
-    self.words = np.zeros([rows, num_words(self.binary_dim)], np.int64)
+    self.words = np.zeros([rows, num_words(self.dim)], np.int64)
     self.codes = np.zeros([rows, self.dim], np.int8)
     self.filled = 0
 
   def add(self, vectors):
-    """Appends float [R, S] vectors (calibrated and truncated as the ranges are, their first D' dimensions)."""
+    """Appends float [R, D'] vectors (calibrated and truncated as the ranges are)."""
     vectors = np.asarray(vectors, np.float32)
-    if vectors.ndim != 2 or vectors.shape[1] != self.binary_dim:
-      raise ValueError(f"corpus vectors must be [R, {self.binary_dim}] (the sign bits' width), got {vectors.shape}")
+    if vectors.ndim != 2 or vectors.shape[1] != self.dim:
+      raise ValueError(f"corpus vectors must be [R, {self.dim}] (the int8 ranges' width), got {vectors.shape}")
     end = self.filled + len(vectors)
     if end > len(self.words):
       raise ValueError(f"{end} corpus vectors added to a corpus of {len(self.words)}")
     self.words[self.filled:end] = pack_words(vectors)
-    self.codes[self.filled:end] = quantization.quantize_embeddings(vectors[:, :self.dim], "int8", ranges=self.ranges)
+    self.codes[self.filled:end] = quantization.quantize_embeddings(vectors, "int8", ranges=self.ranges)
     self.filled = end
     return self
 
   @classmethod
   def of(cls, vectors, ranges):
-    """CorpusCodes of float [M, S] vectors held in memory (S: their width)."""
-    return cls(len(vectors), ranges, np.shape(vectors)[1]).add(vectors)
+    """CorpusCodes of float [M, D'] vectors held in memory."""
+    return cls(len(vectors), ranges).add(vectors)
 
 
 def hamming(query_words, corpus_words):
@@ -140,7 +131,7 @@ def search_codes(query_vectors, corpus, top_k=10, candidates=DEFAULT_CANDIDATES,
   """Binary search with int8 rescoring (see the module notes).
 
   Args:
-    query_vectors: float [n, S] (or [S]), calibrated and truncated as the corpus.
+    query_vectors: float [n, D'] (or [D]), calibrated and truncated as the corpus.
     corpus: CorpusCodes.
     top_k: int >= 1.
     candidates: int >= top_k, the Hamming-nearest vectors rescored.
@@ -151,17 +142,17 @@ def search_codes(query_vectors, corpus, top_k=10, candidates=DEFAULT_CANDIDATES,
   """
   check_search_args(top_k, candidates)
   q = np.atleast_2d(np.asarray(query_vectors, np.float32))
-  if q.shape[1] != corpus.binary_dim:
-    raise ValueError(f"query vectors of width {q.shape[1]} against a corpus of width {corpus.binary_dim}")
+  if q.shape[1] != corpus.dim:
+    raise ValueError(f"query vectors of width {q.shape[1]} against a corpus of width {corpus.dim}")
   distance = hamming(pack_words(q), corpus.words[:corpus.filled])                   # [n, M]
   if not rescore:
     ids = nearest(distance, top_k)
-    scores = 1 - 2 * np.take_along_axis(distance, ids, axis=1) / corpus.binary_dim
+    scores = 1 - 2 * np.take_along_axis(distance, ids, axis=1) / corpus.dim
   else:
     cand = nearest(distance, candidates)                                              # [n, C]
     vectors = search.normalize(dequantize(corpus.codes[cand.reshape(-1)], corpus.ranges)).reshape(
         cand.shape + (corpus.dim,))
-    cosine = np.einsum("nd,ncd->nc", search.normalize(q[:, :corpus.dim]), vectors)   # [n, C]
+    cosine = np.einsum("nd,ncd->nc", search.normalize(q), vectors)                   # [n, C]
     order = np.argsort(-cosine, axis=1, kind="stable")[:, :top_k]                     # ties: Hamming-nearer first
     ids, scores = np.take_along_axis(cand, order, axis=1), np.take_along_axis(cosine, order, axis=1)
   return [[{"corpus_id": int(i), "score": float(s)} for i, s in zip(row_ids, row_scores)]

