@@ -164,22 +164,29 @@ def padded(x, size, seed=0):
   return np.concatenate([x, extra.astype(np.float32)])
 
 
-def time_session(session, queries, k, candidates, batch, latency_requests, extra=None):
-  inputs = lambda qs: {"queries": qs, "k": k, **({"candidates": candidates} if extra is None else {})}
+def time_session(session, queries, k, candidates, batch, latency_requests):
+  """Latency p50/p99 (ms) and batch throughput of each of `candidates` (a list; [None]: a model without that input),
+  the settings taking turns request by request (and chunk by chunk), so that a load change hits them alike.
+  Returns {candidates: {"p50_ms", "p99_ms", "queries_per_s_batch64"}}."""
+  inputs = lambda qs, c: {"queries": qs, "k": k, **({} if c is None else {"candidates": c})}
   for query in queries[:5]:
-    session.run("serving_default", inputs([query]))
-  latency = []
+    for c in candidates:
+      session.run("serving_default", inputs([query], c))
+  latency, seconds = {c: [] for c in candidates}, {c: 0. for c in candidates}
   for query in queries[:latency_requests]:
-    start = time.perf_counter()
-    session.run("serving_default", inputs([query]))
-    latency.append(time.perf_counter() - start)
+    for c in candidates:
+      start = time.perf_counter()
+      session.run("serving_default", inputs([query], c))
+      latency[c].append(time.perf_counter() - start)
   chunks = [queries[i:i + batch] for i in range(0, min(len(queries), 4 * batch), batch)]
-  start = time.perf_counter()
   for chunk in chunks:
-    session.run("serving_default", inputs(chunk))
-  qps = sum(map(len, chunks)) / (time.perf_counter() - start)
-  return {"p50_ms": float(np.percentile(latency, 50) * 1e3), "p99_ms": float(np.percentile(latency, 99) * 1e3),
-          "queries_per_s_batch64": qps}
+    for c in candidates:
+      start = time.perf_counter()
+      session.run("serving_default", inputs(chunk, c))
+      seconds[c] += time.perf_counter() - start
+  return {c: {"p50_ms": float(np.percentile(latency[c], 50) * 1e3),
+              "p99_ms": float(np.percentile(latency[c], 99) * 1e3),
+              "queries_per_s_batch64": sum(map(len, chunks)) / seconds[c]} for c in candidates}
 
 
 def dir_mb(path):
@@ -213,19 +220,18 @@ def scale(args, corpus, calibrations, query_ids, workdir):
       session = session_loader.SessionModel(path)
       row["load_s"] = time.perf_counter() - start
       index = binary_search.BinaryIndex(quantized_search.CorpusCodes.of(big, ranges))
-      row["candidates"] = {}
+      row["candidates"] = time_session(session, queries, 10, args.scale_candidates, 64, args.latency_requests)
       for c in args.scale_candidates:
         got = np.concatenate([index.search_vectors(tf.constant(q[i:i + 50]), tf.constant(11), tf.constant(c))[0]
                               .numpy() for i in range(0, len(q), 50)])
-        row["candidates"][c] = {"recall@10": recall(drop_self(got, query_ids, 10), want),
-                                **time_session(session, queries, 10, c, 64, args.latency_requests)}
+        row["candidates"][c]["recall@10"] = recall(drop_self(got, query_ids, 10), want)
       session.close()
       del index
       if size == args.sizes[0] and dim == x_full.shape[1]:  # the exact model searches the text model's width
         exact = search_model.export_search_model(enc.embedder, affine, big, sentences, os.path.join(workdir, f"fp{size}"))
         row["fp32_export_mb"] = dir_mb(exact)
         session = session_loader.SessionModel(exact)
-        row["fp32"] = time_session(session, queries, 10, None, 64, args.latency_requests, extra=True)
+        row["fp32"] = time_session(session, queries, 10, [None], 64, args.latency_requests)[None]
         session.close()
       row["faiss"] = faiss_row(args, big, q, query_ids, want, ranges, workdir)
       out.append(row)
