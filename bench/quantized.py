@@ -228,7 +228,8 @@ def scale(args, corpus, calibrations, query_ids, workdir):
       session.close()
       del index
       if size == args.sizes[0] and dim == x_full.shape[1]:  # the exact model searches the text model's width
-        exact = search_model.export_search_model(enc.embedder, affine, big, sentences, os.path.join(workdir, f"fp{size}"))
+        exact = search_model.export_search_model(enc.embedder, affine, big, sentences,
+                                                 os.path.join(workdir, f"fp{size}"))
         row["fp32_export_mb"] = dir_mb(exact)
         session = session_loader.SessionModel(exact)
         row["fp32"] = time_session(session, queries, 10, [None], 64, args.latency_requests)[None]

@@ -10,8 +10,8 @@ of scripts/tf220_venv.sh):
     names (bert_flow_tf.serving.session_loader; tensorflow_text imported for the text model only).
 Prints one JSON object: each Python's versions, the audit results, and the largest |difference| of every output
 between the two versions (string outputs: 0 when equal, inf when not) and, for a fresh export, against the
-in-process SentenceEmbedder + flow (the search: against `quantized_search.search_codes` of the same vectors). Exit status 1
-when an audit fails or a difference exceeds --tolerance (default 1e-5).
+in-process SentenceEmbedder + flow (the search: against `quantized_search.search_codes` of the same vectors). Exit
+status 1 when an audit fails or a difference exceeds --tolerance (default 1e-5).
 
 Usage: python scripts/serving_across_versions.py --other_python ~/.cache/bert-flow-tf-tf220/bin/python
 """
