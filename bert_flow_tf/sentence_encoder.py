@@ -92,7 +92,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
                                 max_seq_length or (st and st.max_seq_length), load_kwargs)
     self.batch_size = batch_size
     self.cache_dir = cache_dir
-    self.store = EmbeddingStore(self.embedder, root=cache_dir, batch_size=batch_size)
+    self.store = EmbeddingStore(self.embedder, cache_dir=cache_dir, batch_size=batch_size)
     self.prompts = dict((st.prompts if st else {}) if prompts is None else prompts)
     default_prompt_name = default_prompt_name or (st and st.default_prompt_name) or None
     if default_prompt_name is not None and default_prompt_name not in self.prompts:
@@ -156,7 +156,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
                        "vectors is set; set it before fit, or make a new encoder")
     self.embedder = SentenceEmbedder(self.embedder.loaded, self.embedder.pooling.name, int(value),
                                      strategy=self.embedder.strategy)
-    self.store = EmbeddingStore(self.embedder, root=self.cache_dir, batch_size=self.batch_size)
+    self.store = EmbeddingStore(self.embedder, cache_dir=self.cache_dir, batch_size=self.batch_size)
     self.__dict__.pop("fingerprint", None)
 
   def tokenize(self, texts):
@@ -286,15 +286,15 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     """
     if isinstance(corpus, (str, os.PathLike)):
       corpus = io_utils.read_lines(os.fspath(corpus))
-    flow = None
+    in_graph = None  # the calibration as the SavedModels chain it: its Glow, or an Affine
     if self.calibration is not None and self.calibration.method == calibrator.FLOW:
-      flow = self.calibration.glow
+      in_graph = self.calibration.glow
     elif self.calibration is not None:
-      flow = export_lib.Affine(self.calibration.method, *self.calibration.affine())
-    paths = binary_search.export_encoder(self, flow, export_dir, version, overwrite, corpus, search, truncate_dim,
+      in_graph = export_lib.Affine(self.calibration.method, *self.calibration.affine())
+    paths = binary_search.export_encoder(self, in_graph, export_dir, version, overwrite, corpus, search, truncate_dim,
                                          precisions)
     if corpus is not None and search == "float32":
       corpus = list(corpus)
-      paths["search"] = search_model.export_search_model(self.embedder, flow, self._embed(corpus), corpus,
+      paths["search"] = search_model.export_search_model(self.embedder, in_graph, self._embed(corpus), corpus,
                                                          export_dir, version=version, overwrite=overwrite)
     return paths

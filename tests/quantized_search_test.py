@@ -124,18 +124,18 @@ def test_ranges_are_fitted_with_the_calibration_and_saved_with_it(gaussian, meth
   assert calibration.int8_ranges.shape == (2, calibration.dim)
   np.testing.assert_array_equal(calibration.int8_ranges, want)
   calibration.save(str(tmp_path / "cal"))
-  np.testing.assert_array_equal(calibrator.load(str(tmp_path / "cal")).int8_ranges, want)
+  np.testing.assert_array_equal(calibrator.load_calibration(str(tmp_path / "cal")).int8_ranges, want)
   os.remove(tmp_path / "cal" / int8_ranges.RANGES_FILE)      # a calibration saved before ranges existed
-  assert calibrator.load(str(tmp_path / "cal")).int8_ranges is None
+  assert calibrator.load_calibration(str(tmp_path / "cal")).int8_ranges is None
   np.save(tmp_path / "cal" / int8_ranges.RANGES_FILE, np.zeros([3, 4], np.float32))
   with pytest.raises(ValueError, match="int8_ranges.npy: not int8 ranges"):
-    calibrator.load(str(tmp_path / "cal"))
+    calibrator.load_calibration(str(tmp_path / "cal"))
   np.save(tmp_path / "cal" / int8_ranges.RANGES_FILE, np.zeros([2, calibration.dim + 1], np.float32))
   with pytest.raises(ValueError, match="int8_ranges.npy: int8 ranges of width"):
-    calibrator.load(str(tmp_path / "cal"))
+    calibrator.load_calibration(str(tmp_path / "cal"))
   (tmp_path / "cal" / int8_ranges.RANGES_FILE).write_bytes(b"")  # an empty file: one line, not numpy's EOFError
   with pytest.raises(ValueError, match="int8_ranges.npy: unreadable int8 ranges"):
-    calibrator.load(str(tmp_path / "cal"))
+    calibrator.load_calibration(str(tmp_path / "cal"))
 
 
 @pytest.fixture(scope="module", name="tiny_embedder")

@@ -1,9 +1,9 @@
 """A fitted calibration of sentence vectors behind one interface: BERT-flow's Glow or a baseline (whitening, ...).
 
 `fit(method, x)` fits one on vectors x [N, D]; each has `method`, `input_dim` (D), `dim` (its output width D'),
-`transform(x, dtype=np.float32)` (float [M, D] -> [M, D']) and `save(folder)`; `load(folder)` restores any of them
-exactly (the same weights, so the same outputs). The fitting itself is `calibration.flow_fitting` (the flow) and
-`calibration.baselines`.
+`transform(x, dtype=np.float32)` (float [M, D] -> [M, D']) and `save(folder)`; `load_calibration(folder)` restores
+any of them exactly (the same weights, so the same outputs). The fitting itself is `calibration.flow_fitting` (the
+flow) and `calibration.baselines`.
 
 Each also has `int8_ranges`: float32 [2, D'], the int8 ranges fitted on its own output over the fit vectors
 (`int8_ranges`, the gaussian rule), or None for a calibration saved before they were fitted; and
@@ -11,7 +11,7 @@ Each also has `int8_ranges`: float32 [2, D'], the int8 ranges fitted on its own 
 variance on the fit vectors), or None (the baselines, and a flow saved before orders were fitted: the first k).
 
 In a folder:
-  flow        flow.json + a checkpoint of the Glow alone (`fitted_flow.load` reads it)
+  flow        flow.json + a checkpoint of the Glow alone (`fitted_flow.load_glow` reads it)
   baselines   baseline.npz (`baselines.load_baseline`)
   both        int8_ranges.npy (`int8_ranges.save`)
   flow        truncation_order.npy (`truncation.save`)
@@ -191,20 +191,23 @@ def fit(method, x, fit_config=None):
   return _with_ranges(FlowCalibration(flow, fit_config, summary), x)
 
 
-def load(folder):
-  """Restores the calibration `save(folder)` wrote, checked (baselines.load_baseline, fitted_flow.load). Returns
-  FlowCalibration or BaselineCalibration; errors.UserError naming the file for anything missing or wrong."""
-  if os.path.isfile(os.path.join(folder, BASELINE_FILE)):
+def load_calibration(folder, flow_info=None):
+  """Restores the calibration `save(folder)` wrote, checked (baselines.load_baseline, fitted_flow.load_glow). Returns
+  FlowCalibration or BaselineCalibration; errors.UserError naming the file for anything missing or wrong.
+
+  flow_info: dict, the flow.json of a flow's folder when the caller has read it (`fitted_flow.read_info`), or None.
+  """
+  if flow_info is None and os.path.isfile(os.path.join(folder, BASELINE_FILE)):
     calibration = BaselineCalibration(baselines.load_baseline(os.path.join(folder, BASELINE_FILE)))
   else:
-    info = fitted_flow.read_info(folder)
+    info = fitted_flow.read_info(folder) if flow_info is None else flow_info
     try:
-      config = flow_fitting.FlowFitConfig(**info["fit"])
+      fit_config = flow_fitting.FlowFitConfig(**info["fit"])
     except (TypeError, ValueError) as e:
       raise errors.UserError(f'"fit" is not a flow fit config ({str(e)[:200]})',
                              os.path.join(folder, fitted_flow.INFO_FILE)) from e
-    calibration = FlowCalibration(fitted_flow.load(folder), config, info)
-  calibration.int8_ranges = int8_ranges.load(folder)
+    calibration = FlowCalibration(fitted_flow.load_glow(folder, info), fit_config, info)
+  calibration.int8_ranges = int8_ranges.load_ranges(folder)
   if calibration.int8_ranges is not None and calibration.int8_ranges.shape[1] != calibration.dim:
     raise errors.UserError(f"int8 ranges of width {calibration.int8_ranges.shape[1]} for a calibration of width "
                            f"{calibration.dim}", os.path.join(folder, int8_ranges.RANGES_FILE))

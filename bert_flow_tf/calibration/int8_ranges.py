@@ -91,7 +91,7 @@ def save(folder, ranges):
       np.save(f, np.asarray(ranges, np.float32))
 
 
-def load(folder):
+def load_ranges(folder):
   """np.float32 [2, D'] saved in `folder`, or None when it holds none; errors.UserError naming the file when it is
   not int8 ranges."""
   path = os.path.join(folder, RANGES_FILE)

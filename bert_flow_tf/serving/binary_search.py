@@ -160,10 +160,10 @@ class BinaryIndex(tf.Module):
 class _BinarySearchModel(tf.Module):
   """The text embedder and a BinaryIndex; the binary search SavedModel's root."""
 
-  def __init__(self, embedder, flow, corpus, sentences, dims):
+  def __init__(self, embedder, calibration, corpus, sentences, dims):
     super().__init__(name="binary_search_model")
     self.dims = tf.constant(dims, tf.int32)                                           # [D']
-    text = export_lib.TextEmbedder(embedder, flow)  # pylint: disable=protected-access
+    text = export_lib.TextEmbedder(embedder, calibration)  # pylint: disable=protected-access
     self._text = types.SimpleNamespace(embedder=text)  # untracked, as in search_model.SearchModel
     self.text_variables = list(text.variables)
     self.tokenizer = text.tokenizer
@@ -181,12 +181,13 @@ class _BinarySearchModel(tf.Module):
     return {"indices": indices, "scores": scores, "sentences": tf.gather(self.sentences, indices)}
 
 
-def export_binary_search(embedder, flow, blocks, rows, ranges, export_dir, version=1, overwrite=False, dims=None):
+def export_binary_search(embedder, calibration, blocks, rows, ranges, export_dir, version=1, overwrite=False,
+                         dims=None):
   """Writes export_dir/binary_search/<version>, its corpus filled a block at a time.
 
   Args:
     embedder: SentenceEmbedder, as `export.export_models`.
-    flow: a glow.Glow or an export.Affine over width D, or None.
+    calibration: a glow.Glow or an export.Affine over width D, or None.
     blocks: iterable of (list of R str, float [R, D']): the corpus's sentences and their calibrated vectors, cut
       to the dimensions `dims` (D' <= the text model's width).
     rows: int M, the corpus size (the sum of the R).
@@ -211,18 +212,18 @@ def export_binary_search(embedder, flow, blocks, rows, ranges, export_dir, versi
   if not rows or corpus.filled != rows or len(sentences) != rows:
     raise ValueError(f"the corpus needs M >= 1 vectors and sentences, M = {rows}; got {corpus.filled} vectors "
                      f"and {len(sentences)} sentences")
-  model = _BinarySearchModel(embedder, flow, corpus, sentences,
+  model = _BinarySearchModel(embedder, calibration, corpus, sentences,
                              np.arange(corpus.dim) if dims is None else np.asarray(dims, np.int32))
   export_lib.save_atomically(model, path, {"serving_default": model.serve_search})  # pylint: disable=protected-access
   return path
 
 
-def export_encoder(encoder, flow, export_dir, version, overwrite, corpus, search, truncate_dim, precisions):
+def export_encoder(encoder, calibration, export_dir, version, overwrite, corpus, search, truncate_dim, precisions):
   """SentenceEncoder.export's text and ids models and, for search="binary" with a corpus, binary_search/<version>;
   search/<version> (search="float32") is the encoder's.
 
   Args:
-    encoder, flow, export_dir, version, overwrite: as `export_encoder_corpus`.
+    encoder, calibration, export_dir, version, overwrite: as `export_encoder_corpus`.
     corpus: list of str, or None.
     search: "float32" or "binary".
     truncate_dim: int or None, the binary search's width (truncate_dim calibrated dimensions, as `encode` cuts them).
@@ -238,14 +239,15 @@ def export_encoder(encoder, flow, export_dir, version, overwrite, corpus, search
   if precisions:
     quantizer = GraphQuantizer(precisions, None if encoder.calibration is None else encoder.calibration.int8_ranges,
                                encoder.dim)
-  paths = export_lib.export_models(encoder.embedder, flow, export_dir, version=version, overwrite=overwrite,
+  paths = export_lib.export_models(encoder.embedder, calibration, export_dir, version=version, overwrite=overwrite,
                                    quantizer=quantizer)
   if corpus is not None and search == "binary":
-    paths[KIND] = export_encoder_corpus(encoder, flow, list(corpus), export_dir, truncate_dim, version, overwrite)
+    paths[KIND] = export_encoder_corpus(encoder, calibration, list(corpus), export_dir, truncate_dim, version,
+                                        overwrite)
   return paths
 
 
-def export_encoder_corpus(encoder, flow, corpus, export_dir, truncate_dim=None, version=1, overwrite=False):
+def export_encoder_corpus(encoder, calibration, corpus, export_dir, truncate_dim=None, version=1, overwrite=False):
   """`export_binary_search` for a SentenceEncoder: its corpus encoded BLOCK_ROWS sentences at a time (read from its
   store when it has a cache_dir), calibrated, cut to `truncate_dim` dimensions as its `encode` cuts them (the first,
   or those its calibration's truncation order puts first).
@@ -255,7 +257,7 @@ def export_encoder_corpus(encoder, flow, corpus, export_dir, truncate_dim=None, 
 
   Args:
     encoder: bert_flow_tf.SentenceEncoder.
-    flow: what its text model chains (a glow.Glow, an export.Affine, or None).
+    calibration: what its text model chains (a glow.Glow, an export.Affine, or None).
     corpus: list of M >= 1 str.
     export_dir, version, overwrite: as `export_binary_search`.
     truncate_dim: int in 1..D, or None (all D).
@@ -276,7 +278,7 @@ def export_encoder_corpus(encoder, flow, corpus, export_dir, truncate_dim=None, 
 
   ranges = None if encoder.calibration is None else encoder.calibration.int8_ranges
   ranges = int8_ranges.fit_ranges(v for _, v in blocks()) if ranges is None else ranges[:, dims]
-  return export_binary_search(encoder.embedder, flow, blocks(), len(corpus), ranges, export_dir, version,
+  return export_binary_search(encoder.embedder, calibration, blocks(), len(corpus), ranges, export_dir, version,
                               overwrite, dims)
 
 
