@@ -212,5 +212,5 @@ def load_calibration(folder, flow_info=None):
     raise errors.UserError(f"int8 ranges of width {calibration.int8_ranges.shape[1]} for a calibration of width "
                            f"{calibration.dim}", os.path.join(folder, int8_ranges.RANGES_FILE))
   if calibration.method == FLOW:
-    calibration.truncation_order = truncation.load(folder, calibration.dim)
+    calibration.truncation_order = truncation.load_order(folder, calibration.dim)
   return calibration

@@ -57,7 +57,7 @@ def save(folder, order):
       np.save(f, np.asarray(order, np.int32))
 
 
-def load(folder, dim):
+def load_order(folder, dim):
   """int32 [dim] saved in `folder`, or None when it holds none; errors.UserError naming the file when it is not a
   permutation of 0..dim-1."""
   path = os.path.join(folder, ORDER_FILE)

@@ -34,16 +34,16 @@ def test_a_flows_order_is_fitted_saved_and_loaded_and_old_folders_keep_the_first
   np.testing.assert_array_equal(z[:, truncation.kept(cal.truncation_order, 5, 16)], z[:, want[:5]])
   assert truncation.kept(cal.truncation_order, 16, 16) == slice(None)  # no cut: every dimension in place
   cal.save(str(tmp_path / "cal"))
-  np.testing.assert_array_equal(calibrator.load(str(tmp_path / "cal")).truncation_order, want)
+  np.testing.assert_array_equal(calibrator.load_calibration(str(tmp_path / "cal")).truncation_order, want)
   os.remove(tmp_path / "cal" / truncation.ORDER_FILE)              # a flow saved before orders were fitted
-  old = calibrator.load(str(tmp_path / "cal"))
+  old = calibrator.load_calibration(str(tmp_path / "cal"))
   assert old.truncation_order is None and truncation.kept(old.truncation_order, 5, 16) == slice(0, 5)
   np.save(tmp_path / "cal" / truncation.ORDER_FILE, np.arange(15, dtype=np.int32))
   with pytest.raises(ValueError, match=r"truncation_order.npy: not a truncation order of the calibration's 16 "):
-    calibrator.load(str(tmp_path / "cal"))
+    calibrator.load_calibration(str(tmp_path / "cal"))
   np.save(tmp_path / "cal" / truncation.ORDER_FILE, np.zeros(16, np.int32))  # not a permutation
   with pytest.raises(ValueError, match="truncation_order.npy: not a truncation order"):
-    calibrator.load(str(tmp_path / "cal"))
+    calibrator.load_calibration(str(tmp_path / "cal"))
   assert calibrator.fit("whitening", x).truncation_order is None    # whitening: its first k are its top k
 
 
