@@ -69,13 +69,15 @@ class StApi:
   """sentence-transformers' calls over the hooks of the module notes.
 
   Attributes the class may set: prompts (dict name -> str), default_prompt_name (str or None), truncate_dim (int or
-  None), normalize (bool: the model ends with a Normalize), similarity_fn_name ("cosine" (default), "dot",
+  None), truncation_order (int32 [D] or None: the dimensions truncate_dim keeps first, `calibration.truncation`),
+  normalize (bool: the model ends with a Normalize), similarity_fn_name ("cosine" (default), "dot",
   "euclidean" or "manhattan"; bert_flow_tf.similarity).
   """
 
   prompts = {}
   default_prompt_name = None
   truncate_dim = None
+  truncation_order = None
   normalize = False
   _similarity_fn_name = None
 
@@ -152,7 +154,7 @@ class StApi:
     x = self._embed(texts, batch_size, show_progress_bar)
     if model_normalize and self.normalize:
       x = search.normalize(x)
-    x = x[:, truncation.kept(truncation.order_of(self), truncate_dim, x.shape[1])]
+    x = x[:, truncation.kept(self.truncation_order, truncate_dim, x.shape[1])]
     return search.normalize(x) if normalize_embeddings else x
 
   def encode(self, sentences, prompt_name=None, prompt=None, batch_size=None, show_progress_bar=None,
@@ -243,7 +245,7 @@ class StApi:
 
   @contextlib.contextmanager
   def truncate_sentence_embeddings(self, truncate_dim):
-    """Within the `with` block, `encode` keeps the first `truncate_dim` dimensions (None: all)."""
+    """Within the `with` block, `encode` keeps `truncate_dim` dimensions, as `truncate_dim` does (None: all)."""
     before, self.truncate_dim = self.truncate_dim, truncate_dim
     try:
       yield

@@ -45,11 +45,6 @@ def kept_indices(order, truncate_dim, dim):
   return np.arange(dim, dtype=np.int32)[kept(order, truncate_dim, dim)]
 
 
-def order_of(encoder):
-  """The truncation order of an encoder's calibration (a `calibration` attribute, possibly None), or None."""
-  return getattr(getattr(encoder, "calibration", None), "truncation_order", None)
-
-
 def save(folder, order):
   """Writes order int [D'] to folder/ORDER_FILE (atomically)."""
   with io_utils.atomic_path(os.path.join(folder, ORDER_FILE)) as tmp:
@@ -62,9 +57,14 @@ def load_order(folder, dim):
   permutation of 0..dim-1."""
   path = os.path.join(folder, ORDER_FILE)
   order = io_utils.read_npy(path, "truncation order")
-  if order is None:
-    return None
-  if order.dtype != np.int32 or order.shape != (dim,) or not np.array_equal(np.sort(order), np.arange(dim)):
+  return None if order is None else checked(order, dim, path)
+
+
+def checked(order, dim, where):
+  """order as int32 [dim] when it is integers [dim], a permutation of 0..dim-1; else errors.UserError naming
+  `where`."""
+  order = np.asarray(order)
+  if order.dtype.kind not in "iu" or order.shape != (dim,) or not np.array_equal(np.sort(order), np.arange(dim)):
     raise errors.UserError(f"not a truncation order of the calibration's {dim} dimensions (want int32 [{dim}], a "
-                           f"permutation of 0..{dim - 1}), got {order.dtype} {list(order.shape)}", path)
-  return order
+                           f"permutation of 0..{dim - 1}), got {order.dtype} {list(order.shape)}", where)
+  return order.astype(np.int32)

@@ -240,7 +240,7 @@ def export_encoder(encoder, calibration, export_dir, version, overwrite, corpus,
     quantizer = GraphQuantizer(precisions, None if encoder.calibration is None else encoder.calibration.int8_ranges,
                                encoder.dim)
   paths = export_lib.export_models(encoder.embedder, calibration, export_dir, version=version, overwrite=overwrite,
-                                   quantizer=quantizer)
+                                   quantizer=quantizer, truncation_order=encoder.truncation_order)
   if corpus is not None and search == "binary":
     paths[KIND] = export_encoder_corpus(encoder, calibration, list(corpus), export_dir, truncate_dim, version,
                                         overwrite)
@@ -267,7 +267,7 @@ def export_encoder_corpus(encoder, calibration, corpus, export_dir, truncate_dim
   """
   if truncate_dim is not None:
     check_truncate_dim(truncate_dim, encoder.dim)
-  dims = truncation.kept_indices(truncation.order_of(encoder), truncate_dim, encoder.dim)   # [D']
+  dims = truncation.kept_indices(encoder.truncation_order, truncate_dim, encoder.dim)   # [D']
   if not corpus:
     raise ValueError("a binary search export needs a corpus of at least one sentence")
 

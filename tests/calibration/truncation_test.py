@@ -66,7 +66,9 @@ def test_a_flow_encoders_encode_search_and_binary_export_keep_the_same_dimension
   assert enc.semantic_search(queries, SENTENCES, top_k=3, precision="binary", candidates=8) == want
   enc.truncate_dim = None
   enc.export(str(tmp_path / "exp"), corpus=SENTENCES, search="binary", truncate_dim=6)
-  served = bert_flow_tf.ExportedEncoder(str(tmp_path / "exp")).search(queries, k=3, precision="binary", candidates=8)
+  exported = bert_flow_tf.ExportedEncoder(str(tmp_path / "exp"))
+  np.testing.assert_allclose(exported.encode(SENTENCES, truncate_dim=6), full[:, dims], atol=1e-5)
+  served = exported.search(queries, k=3, precision="binary", candidates=8)
   assert [[h["corpus_id"] for h in row] for row in served] == [[h["corpus_id"] for h in row] for row in want]
   np.testing.assert_allclose([[h["score"] for h in row] for row in served],
                              [[h["score"] for h in row] for row in want], atol=1e-5)
