@@ -170,6 +170,7 @@ def test_the_binary_search_saved_model_answers_as_numpy(tiny_embedder, tmp_path)
                                        str(tmp_path / "other"))
 
 
+@pytest.mark.slow  # exports SavedModels
 def test_the_text_model_emits_one_quantized_output_per_precision(tiny_embedder, tmp_path):
   vectors = engine_vectors(tiny_embedder, SENTENCES)
   ranges = int8_ranges.fit_ranges(vectors)
