@@ -22,7 +22,6 @@ import collections
 import dataclasses
 import math
 import os
-import weakref
 
 import numpy as np
 import tensorflow as tf
@@ -35,7 +34,6 @@ import glow
 from bert_flow_tf.calibration import fitted_flow
 from bert_flow_tf.data import order as order_lib
 from bert_flow_tf.utils import checks
-from bert_flow_tf.utils import io_utils
 from bert_flow_tf.utils.progress import Progress
 
 # TensorBoard's scalar-plugin tag, written with core TF so that tensorboard is needed only to view the events.
@@ -158,65 +156,6 @@ def _train_state(pairs, glow_config, fit, optimizer, traced_steps):
     return glow.ReusableTrainStep(glow_config, pairs.dim, fit.init, optimizer)
 
 
-def _kept(traced_steps):
-  return [] if traced_steps is None else traced_steps.steps()
-
-
-# A kept train state -> (step variable, its tf.train.Checkpoint, the traced write(prefix tf.string)): one trace for
-# all its fits.
-_STATE_CHECKPOINTS = weakref.WeakKeyDictionary()
-
-
-def _checkpoint_of(state, reused):
-  """(step int64 variable, tf.train.Checkpoint of state's Glow, optimizer and step, write(prefix)).
-
-  An eager `Checkpoint.write` gathers and serializes the ~300 tensors anew at every call (~90 ms CPU for
-  config_l3_d3_w32 at D=384, ~10 steps' worth); for a kept state (`reused`) the write is traced once and kept with
-  it, and a checkpoint then costs a few ms. The files are the same either way."""
-  if not reused or state not in _STATE_CHECKPOINTS:
-    step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-    checkpoint = tf.train.Checkpoint(flow=state.flow, optimizer=state.optimizer, step=step)
-    if not reused:
-      return step, checkpoint, checkpoint.write
-    _STATE_CHECKPOINTS[state] = step, checkpoint, tf.function(
-        checkpoint.write, input_signature=[tf.TensorSpec([], tf.string)], autograph=False)
-  step, checkpoint, traced = _STATE_CHECKPOINTS[state]
-  return step, checkpoint, lambda prefix: traced(tf.constant(prefix))
-
-
-class _Checkpoints:
-  """A fit's checkpoints in `flow_dir`, as tf.train.CheckpointManager(max_to_keep=2) keeps them: ckpt-<step>, the
-  newest two kept and listed (relative paths) in flow_dir/checkpoint, which tf.train.latest_checkpoint reads.
-
-  Args:
-    flow_dir: str; write: write(prefix) writes one checkpoint.
-  """
-  KEEP = 2
-
-  def __init__(self, flow_dir, write):
-    self.flow_dir, self._write = flow_dir, write
-    state = tf.train.get_checkpoint_state(flow_dir)
-    self.kept = [os.path.join(flow_dir, os.path.basename(p)) for p in state.all_model_checkpoint_paths] \
-        if state else []
-
-  @property
-  def latest_checkpoint(self):
-    return self.kept[-1] if self.kept else None
-
-  def save(self, number):
-    """Writes ckpt-<number>, records it, then deletes the checkpoints beyond the newest KEEP."""
-    prefix = os.path.join(self.flow_dir, f"ckpt-{number}")
-    self._write(prefix)
-    self.kept = [p for p in self.kept if p != prefix] + [prefix]
-    old, self.kept = self.kept[:-self.KEEP], self.kept[-self.KEEP:]
-    names = [os.path.basename(p) for p in self.kept]
-    io_utils.write_text(os.path.join(self.flow_dir, "checkpoint"), "".join(
-        [f'model_checkpoint_path: "{names[-1]}"\n'] + [f'all_model_checkpoint_paths: "{n}"\n' for n in names]))
-    for path in old:
-      for f in tf.io.gfile.glob(path + ".*"):
-        tf.io.gfile.remove(f)
-
-
 def fit_flow(pairs, config, flow_dir, name="flow", provenance=None, show_progress_bar=None,
              traced_steps=SHARED_STEPS):
   """Fits a Glow on `pairs`, checkpointing into `flow_dir`; resumes from the latest checkpoint there.
@@ -247,9 +186,9 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None, show_progres
   fresh = _seeded_glow(glow_config, pairs.dim, config)
   state.reset(fresh, optimizer)
   flow, optimizer = state.flow, state.optimizer
-  step, checkpoint, write = _checkpoint_of(state, reused=state in _kept(traced_steps))
-  step.assign(0)
-  manager = _Checkpoints(flow_dir, write)
+  step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+  checkpoint = tf.train.Checkpoint(flow=flow, optimizer=optimizer, step=step)
+  manager = tf.train.CheckpointManager(checkpoint, flow_dir, max_to_keep=2)
   if manager.latest_checkpoint:
     checkpoint.restore(manager.latest_checkpoint)
     logging.info("%s: resuming from %s (step %d of %d)", name, manager.latest_checkpoint, int(step), num_steps)
@@ -281,7 +220,7 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None, show_progres
         tf.summary.write(f"flow_loss/{name}", tf.constant(loss), step=done, metadata=_SCALAR_METADATA)
     if done % config.save_checkpoints_steps == 0 or done == num_steps:
       step.assign(done)
-      manager.save(done)
+      manager.save(checkpoint_number=done)
   writer.flush()
   seconds = float(tf.timestamp() - start)
   summary = {"num_steps": num_steps, "steps_done": done, "complete": True, "seconds": seconds,
