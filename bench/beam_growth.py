@@ -100,9 +100,9 @@ def stage_fit(args):
     pairs = store_stream.StreamedPairs(shards)
   else:
     pairs = _pairs_in_memory(shards)
-  config = flow_fitting.FlowFitConfig(save_checkpoints_steps=10 ** 9, num_train_epochs=args.epochs)
+  fit_config = flow_fitting.FlowFitConfig(save_checkpoints_steps=10 ** 9, num_train_epochs=args.epochs)
   start = time.perf_counter()
-  _, summary = flow_fitting.fit_flow(pairs, config, args.flow_dir)
+  _, summary = flow_fitting.fit_flow(pairs, fit_config, args.flow_dir)
   out.update(seconds=time.perf_counter() - start, steps=summary["num_steps"], pairs=len(pairs),
              last_loss=summary["last_loss"])
   return out

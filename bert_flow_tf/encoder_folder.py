@@ -15,8 +15,8 @@ read from a TF1 checkpoint or an HF directory give the same vectors). A calibrat
 another fingerprint.
 
 The folder is data (docs/security.md): `read_info` checks every key of the JSON file, `model_of` resolves the model
-it names against the folder and refuses a SavedModel (a program) unless the caller opts in, and `load_calibration`
-restores the calibration strictly.
+it names against the folder and refuses a SavedModel (a program) unless the caller opts in, and
+`load_saved_calibration` restores the calibration strictly.
 """
 import functools
 import hashlib
@@ -124,12 +124,12 @@ def model_of(path, name, trust_saved_model):
   return model_dir
 
 
-def load_calibration(path, info):
+def load_saved_calibration(path, info):
   """The calibration in `path`/calibration/ (None when `info`, its read_info, names none). Raises errors.UserError
   when it is not the method sentence_encoder.json names."""
   if info["calibration"] is None:
     return None
-  calibration = calibrator.load(os.path.join(path, CALIBRATION_DIR))
+  calibration = calibrator.load_calibration(os.path.join(path, CALIBRATION_DIR))
   if calibration.method != info["calibration"]:
     raise errors.UserError(f"{CALIBRATION_DIR}/ holds a {calibration.method!r} calibration, {INFO_FILE} names "
                            f"{info['calibration']!r}", path)
@@ -231,7 +231,7 @@ class EncoderFiles:
     if info["fingerprint"] != self.fingerprint:
       fitted = describe(info["model"], info["pooling"], info["max_seq_length"], info["fingerprint"])
       raise ValueError(f"{path} was saved from {fitted}, not from this encoder's {self.describe()}")
-    self._set_calibration(load_calibration(path, info))
+    self._set_calibration(load_saved_calibration(path, info))
     return self
 
   def load_flow(self, flow_dir):
@@ -245,11 +245,10 @@ class EncoderFiles:
       ValueError: naming each setting that differs, with this encoder's value and the flow's; errors.UserError:
         a missing, broken or corrupt file of the flow (naming it).
     """
-    fitted_flow.read_info(flow_dir)  # a missing or broken flow.json: errors.UserError naming it
-    try:
-      fitted_flow.check(flow_dir, dim=self.embedder.dim, provenance={
-          "sentence_embedding_type": self.embedder.pooling.name, "max_seq_length": self.embedder.max_seq_length})
-    except errors.UserError as e:  # a sound flow fitted on other vectors: a ValueError about the pairing
-      raise ValueError(e.what) from e
-    self._set_calibration(calibrator.load(flow_dir))
+    info = fitted_flow.read_info(flow_dir)  # a missing or broken flow.json: errors.UserError naming it
+    wrong = fitted_flow.mismatch(info, dim=self.embedder.dim, provenance={
+        "sentence_embedding_type": self.embedder.pooling.name, "max_seq_length": self.embedder.max_seq_length})
+    if wrong:  # a sound flow fitted on other vectors: a ValueError about the pairing
+      raise ValueError(wrong)
+    self._set_calibration(calibrator.load_calibration(flow_dir, flow_info=info))
     return self

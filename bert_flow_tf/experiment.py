@@ -60,7 +60,7 @@ class Experiment:
 
   def __init__(self, spec, tokenizer=None, store=None):
     self.spec = spec
-    self.embedder = SentenceEmbedder(spec.model, spec.sentence_embedding_type, spec.max_seq_length,
+    self.embedder = SentenceEmbedder(spec.model, spec.pooling, spec.max_seq_length,
                                      strategy=spec.strategy, static_shapes=spec.static_shapes, use_xla=spec.use_xla,
                                      tokenizer=tokenizer)
     self.store = store or EmbeddingStore(self.embedder, spec.cache_dir, batch_size=spec.batch_size)
@@ -162,12 +162,12 @@ class Experiment:
         fit_vectors = self._pairs_vectors(fit_sets)
         fit_isotropy = self._fit_isotropy(dataset, fit_vectors)
     if "target" in c.fit_on:
-      self.flows[("target", dataset)] = self._fit_flow("target", dataset, fit_sets, c.target_fit, fit_vectors,
+      self.flows[("target", dataset)] = self._fit_flow("target", dataset, fit_sets, c.target_fit_config, fit_vectors,
                                                        stored)
       out.append((scores_lib.FLOW, "target", self.flows[("target", dataset)]))
     if "nli" in c.fit_on:
       if NLI_FLOW not in self.flows:
-        self.flows[NLI_FLOW] = self._fit_flow(*NLI_FLOW, self._task(NLI_TASK).train, c.nli_fit)
+        self.flows[NLI_FLOW] = self._fit_flow(*NLI_FLOW, self._task(NLI_TASK).train, c.nli_fit_config)
       out.append((scores_lib.FLOW, "nli", self.flows[NLI_FLOW]))
     if c.baselines:
       fit_x = stored if c.fit_from_store else np.concatenate(fit_vectors)
@@ -240,7 +240,7 @@ class Experiment:
         logging.warning("%s", line)
     lexical_pairs, lexical_similarities, rhos = table6 or (None, {}, {})
     return ExperimentRecord(
-        model=c.model.source, sentence_embedding_type=c.sentence_embedding_type,
+        model=c.model.source, pooling=c.pooling,
         pooling_description=self.embedder.pooling.describe(), flow_mode=c.flow_mode,
         target_sentences="train+dev+test" if c.use_full_for_training else "train", has_custom=c.custom is not None,
         scores=[s for e in evaluated.values() for s in e.scores],

@@ -19,14 +19,14 @@ class ExperimentSpec:
 
   Attributes:
     model: bert_flow_tf.loaders.LoadedModel.
-    sentence_embedding_type: str, pooling name.
+    pooling: str, pooling name.
     max_seq_length: int.
     data_dir: str.
     eval_tasks: tuple of bert_flow_tf.data.EVAL_TASKS names; may be empty when `custom` is given.
     custom: bert_flow_tf.data.custom.CustomData or None: the user's own training pairs and scored pairs,
       evaluated as the dataset "custom" after the eval_tasks (target flow and baselines fitted on its train).
     fit_on: tuple of reporting.scores.FIT_ON ("target" / "nli"); empty for no flow.
-    target_fit: FlowFitConfig of the target setting; nli_fit: of the NLI setting.
+    target_fit_config: FlowFitConfig of the target setting; nli_fit_config: of the NLI setting.
     flow_mode: "cached" or "faithful".
     use_full_for_training: bool, target sentences from train+dev+test (else train only).
     one_pass_full: bool, with use_full_for_training, take each distinct split once (STS12-16 have
@@ -48,14 +48,14 @@ class ExperimentSpec:
       True always, False never.
   """
   model: object
-  sentence_embedding_type: str
+  pooling: str
   data_dir: str
   output_dir: str
   max_seq_length: int = settings.MAX_SEQ_LENGTH
   eval_tasks: tuple = ("sts-b",)
   fit_on: tuple = ("target",)
-  target_fit: flow_fitting.FlowFitConfig = flow_fitting.FlowFitConfig()
-  nli_fit: flow_fitting.FlowFitConfig = flow_fitting.NLI_FIT
+  target_fit_config: flow_fitting.FlowFitConfig = flow_fitting.FlowFitConfig()
+  nli_fit_config: flow_fitting.FlowFitConfig = flow_fitting.NLI_FIT_CONFIG
   flow_mode: str = "cached"
   use_full_for_training: bool = True
   one_pass_full: bool = False

@@ -16,13 +16,17 @@ import tensorflow as tf
 import tf_keras as keras
 from absl import logging
 
-from glow import ops
+from glow import actnorm
+from glow import couplings
+from glow import flow_layer
+from glow import permutations
+from glow import split as split_lib
 from glow.config import GlowConfig
 
 NLL_UNITS = ("bits", "nats")
 
 
-class FlowStep(ops.FlowLayer):
+class FlowStep(flow_layer.FlowLayer):
   """One step of flow: ActNorm, permutation (reversal or LU 1x1), coupling; the inverse runs backwards.
 
   Args:
@@ -39,17 +43,17 @@ class FlowStep(ops.FlowLayer):
 
   def build(self, input_shape):
     config = self.config
-    actnorm = ops.ActNorm(init=self.init, name="actnorm")
+    norm = actnorm.ActNorm(init=self.init, name="actnorm")
     if config.permutation:
-      permute = ops.ReversePermutation(name="reverse")
+      permute = permutations.ReversePermutation(name="reverse")
     else:
-      permute = ops.InvertibleDense1x1(seed=self.seed, name="invertible")
-    coupling_cls = ops.AdditiveCoupling if config.coupling == "additive" else ops.AffineCoupling
+      permute = permutations.InvertibleDense1x1(seed=self.seed, name="invertible")
+    coupling_cls = couplings.AdditiveCoupling if config.coupling == "additive" else couplings.AffineCoupling
     coupling = coupling_cls(config.coupling_width, config.coupling_dropout, self.init,
                             name=config.coupling)
-    self.ops = [actnorm, permute, coupling]
+    self.ops = [norm, permute, coupling]
     for op in self.ops:
-      ops.build_child(op, input_shape)
+      flow_layer.build_child(op, input_shape)
     super().build(input_shape)
 
   def call(self, x, training=False):
@@ -108,8 +112,8 @@ class Glow(keras.layers.Layer):
   def __init__(self, config, dim, init="original", seed=None, **kwargs):
     kwargs.setdefault("name", "glow")
     super().__init__(**kwargs)
-    if init not in ops.ACTNORM_INITS:
-      raise ValueError(f"init={init!r} is not supported; allowed: {list(ops.ACTNORM_INITS)}")
+    if init not in actnorm.ACTNORM_INITS:
+      raise ValueError(f"init={init!r} is not supported; allowed: {list(actnorm.ACTNORM_INITS)}")
     if dim < 2 ** config.n_levels or dim % 2 ** config.n_levels:
       raise ValueError(
           f"dim={dim} cannot be halved evenly at every one of n_levels={config.n_levels} levels: "
@@ -161,12 +165,12 @@ class Glow(keras.layers.Layer):
           index = level * self.config.depth + depth
           seed = None if self.seed is None else self.seed + index
           step = FlowStep(self.config, self.init, seed, name=f"level_{level}_step_{depth}")
-          ops.build_child(step, [None, width])
+          flow_layer.build_child(step, [None, width])
           steps.append(step)
         self.levels.append(steps)
         if level < self.config.n_levels - 1:
-          split = ops.Split(name=f"split_{level}")
-          ops.build_child(split, [None, width])
+          split = split_lib.Split(name=f"split_{level}")
+          flow_layer.build_child(split, [None, width])
           self.splits.append(split)
           width //= 2
     super().build(input_shape)
@@ -218,7 +222,7 @@ class Glow(keras.layers.Layer):
     """`nll` from a forward pass already run: z [B, D] and logdet [B] -> float32 [B] per dimension."""
     if unit not in NLL_UNITS:
       raise ValueError(f"unit={unit!r} is not supported; allowed: {list(NLL_UNITS)}")
-    per_dim = -(ops.standard_normal_logp(z) + logdet) / self.dim
+    per_dim = -(split_lib.standard_normal_logp(z) + logdet) / self.dim
     return per_dim / math.log(2.0) if unit == "bits" else per_dim
 
   def data_init(self, x):
@@ -250,7 +254,7 @@ class Glow(keras.layers.Layer):
     return True
 
   def _actnorms(self):
-    return [m for m in self.submodules if isinstance(m, ops.ActNorm)]
+    return [m for m in self.submodules if isinstance(m, actnorm.ActNorm)]
 
   def get_config(self):
     return dict(super().get_config(), config=self.config.to_dict(), dim=self.dim, init=self.init,

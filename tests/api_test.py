@@ -23,6 +23,7 @@ from bert_flow_tf.loaders import tf1_checkpoint
 from bert_flow_tf.serving import op_audit
 from bert_flow_tf.serving import session_loader
 from bert_flow_tf.serving import warmup
+from bert_flow_tf.utils import io_utils
 from tests import tiny_runs
 from tests.embedding.engine_vectors import engine_vectors
 from tests.embedding.tiny_model import SENTENCES, tiny_model
@@ -63,7 +64,7 @@ def test_encode_a_str_a_list_per_call_batch_and_normalized(tiny, capfd):
 
 
 @pytest.mark.slow
-def test_fit_flow_then_save_and_load_bit_for_bit(tiny, tmp_path):
+def test_fit_flow_then_save_and_load_bit_for_bit(tiny, tmp_path, monkeypatch):
   enc = _encoder(tiny)
   assert enc.fit(SENTENCES, flow_config=tiny["flow_config"], batch_size=4) is enc
   flow = enc.calibration
@@ -79,8 +80,11 @@ def test_fit_flow_then_save_and_load_bit_for_bit(tiny, tmp_path):
                                  str(tmp_path / "ref"), provenance={"sentence_embedding_type": "first-last-avg",
                                                                     "max_seq_length": 16})
   np.testing.assert_array_equal(z, glow.transform(ref, raw))
-  # A flow directory as run_flow.py leaves it, checked against the encoder's pooling.
-  np.testing.assert_array_equal(_encoder(tiny).load_flow(str(tmp_path / "ref")).calibration.transform(raw), z)
+  # A flow directory as run_flow.py leaves it, checked against the encoder's pooling; its flow.json read once.
+  fresh, reads, read = _encoder(tiny), [], io_utils.read_json_object
+  monkeypatch.setattr(io_utils, "read_json_object", lambda path, missing: reads.append(path) or read(path, missing))
+  np.testing.assert_array_equal(fresh.load_flow(str(tmp_path / "ref")).calibration.transform(raw), z)
+  assert reads == [str(tmp_path / "ref" / "flow.json")]
   with pytest.raises(ValueError, match=r"sentence_embedding_type=cls \(the flow was fitted with first-last-avg\)"):
     _encoder(tiny, pooling="cls").load_flow(str(tmp_path / "ref"))
 

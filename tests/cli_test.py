@@ -314,8 +314,8 @@ def test_the_fit_flags_are_the_fit_configs_fields():
   for field, flag in run_flow_flags.FIT_FLAGS.items():
     assert fv[flag].default == getattr(defaults, field), flag
   for field, flag in run_flow_flags.NLI_FIT_FLAGS.items():
-    assert fv[flag].default == getattr(flow_fitting.NLI_FIT, field), flag
-  assert (flow_fitting.NLI_FIT.learning_rate, flow_fitting.NLI_FIT.num_train_epochs) == (2e-5, 0.15)
+    assert fv[flag].default == getattr(flow_fitting.NLI_FIT_CONFIG, field), flag
+  assert (flow_fitting.NLI_FIT_CONFIG.learning_rate, flow_fitting.NLI_FIT_CONFIG.num_train_epochs) == (2e-5, 0.15)
   assert (defaults.learning_rate, defaults.num_train_epochs, defaults.batch_size) == (1e-3, 1.0, 32)
 
 

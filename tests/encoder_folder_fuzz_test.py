@@ -39,9 +39,9 @@ def fixture_saved(tmp_path_factory):
   folders["whitening"] = enc.fit(SENTENCES, method="whitening").save(str(root / "whitening"))
   config = root / "flow_config.json"
   config.write_text(json.dumps({"coupling_width": 4, "n_levels": 2, "depth": 2}))
-  fit = flow_fitting.FlowFitConfig(flow_model_config=str(config))
-  flow = glow.Glow(glow.GlowConfig.load(str(config)), enc.embedder.dim, seed=fit.seed)
-  enc.calibration = calibrator.FlowCalibration(flow, fit, {"complete": True, "steps_done": 1, "num_steps": 1})
+  fit_config = flow_fitting.FlowFitConfig(flow_model_config=str(config))
+  flow = glow.Glow(glow.GlowConfig.load(str(config)), enc.embedder.dim, seed=fit_config.seed)
+  enc.calibration = calibrator.FlowCalibration(flow, fit_config, {"complete": True, "steps_done": 1, "num_steps": 1})
   folders["flow"] = enc.save(str(root / "flow"))
   return folders, model
 

@@ -104,7 +104,7 @@ def reference(run, minilm_dir):
   """In-process: the installed MiniLM's vectors of SENTENCES, raw and through the run's own-data flow."""
   embedder = SentenceEmbedder(loaders.load_model(str(minilm_dir)), POOLING, max_seq_length=64)
   flow_dir = run["out"] / "flows" / "target-custom"
-  flow = fitted_flow.load(str(flow_dir))
+  flow = fitted_flow.load_glow(str(flow_dir))
   raw = engine_vectors(embedder, SENTENCES)
   return {"embedder": embedder, "flow": flow, "flow_dir": flow_dir, "raw": raw,
           "want": glow.transform(flow, raw)}

@@ -37,10 +37,10 @@ def _write_flow(folder, dim):
   rng = np.random.default_rng(0)
   pairs = pair_sources.CachedPairs(rng.normal(size=[16, dim]).astype(np.float32),
                                rng.normal(size=[16, dim]).astype(np.float32))
-  config = flow_fitting.FlowFitConfig(flow_model_config=tiny_runs.tiny_flow_config(folder.parent / "flow.json"),
-                                  batch_size=8)
-  flow_fitting.fit_flow(pairs, config, str(folder), provenance={"sentence_embedding_type": "last-avg",
-                                                            "max_seq_length": 64})
+  fit_config = flow_fitting.FlowFitConfig(flow_model_config=tiny_runs.tiny_flow_config(folder.parent / "flow.json"),
+                                          batch_size=8)
+  flow_fitting.fit_flow(pairs, fit_config, str(folder), provenance={"sentence_embedding_type": "last-avg",
+                                                                    "max_seq_length": 64})
   return str(folder)
 
 

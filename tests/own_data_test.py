@@ -49,7 +49,7 @@ def test_own_files_fit_evaluate_through_one_store(tmp_path, own_files):
       f"{a}\t{b}\t{g:.6f}\n" for (a, b), g in zip(pairs, gold)), encoding="utf-8")
   custom = data.custom.load_custom(str(train), str(scored))
   specs = [ExperimentSpec(
-      model=model, sentence_embedding_type=pooling, data_dir=str(tmp_path / "no-data"),
+      model=model, pooling=pooling, data_dir=str(tmp_path / "no-data"),
       output_dir=str(tmp_path / "out" / pooling), max_seq_length=16, eval_tasks=(), custom=custom, fit_on=(),
       baselines=("sn",)) for pooling in ("last-avg", "first-last-avg")]
   runs = run_experiments(specs)
@@ -88,10 +88,10 @@ def test_eval_file_alone_fits_on_its_pairs(tmp_path, own_files):
   """The flow of an own-data run, fitted (target schedule) on the scored pairs when there is no sentences file."""
   _, scored, flow_config = own_files
   spec = ExperimentSpec(
-      model=tiny_model(tmp_path / "model"), sentence_embedding_type="last-avg", data_dir=str(tmp_path),
+      model=tiny_model(tmp_path / "model"), pooling="last-avg", data_dir=str(tmp_path),
       output_dir=str(tmp_path / "out"), max_seq_length=16, eval_tasks=(),
       custom=data.custom.load_custom(eval_file=str(scored)),
-      target_fit=FlowFitConfig(flow_model_config=str(flow_config), batch_size=4))
+      target_fit_config=FlowFitConfig(flow_model_config=str(flow_config), batch_size=4))
   [run] = run_experiments([spec])
   experiment, results = run.experiment, run.record.scores
   assert [(r.method, r.fit_on) for r in results] == [("none", None), ("flow", "target")]
@@ -106,5 +106,5 @@ def test_eval_file_alone_fits_on_its_pairs(tmp_path, own_files):
 
 def test_nothing_to_run_is_refused(tmp_path):
   with pytest.raises(ValueError, match="nothing to run"):
-    ExperimentSpec(model=None, sentence_embedding_type="last-avg", data_dir="", output_dir=str(tmp_path),
+    ExperimentSpec(model=None, pooling="last-avg", data_dir="", output_dir=str(tmp_path),
                      eval_tasks=())

@@ -72,6 +72,14 @@ def test_hamming_search_equals_brute_force_in_numpy_and_in_the_graph(gaussian):
     assert [h["score"] for h in row] == [1 - 2 * d[h["corpus_id"]] / x.shape[1] for h in row]
 
 
+def test_the_graphs_counting_select_is_top_k_with_the_lower_index_first_on_ties():
+  distance = np.random.default_rng(2).integers(0, 12, size=5000).astype(np.int32)   # many ties
+  for c in (1, 7, 333, 4999, 5000):
+    want = sorted(range(len(distance)), key=lambda i: (distance[i], i))[:c]
+    got = binary_search.nearest_by_count(tf.constant(distance), tf.constant(c), 11)
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
 def test_rescoring_reorders_the_hamming_candidates():
   q = np.ones([1, 64], np.float32)
   same_signs = np.full(64, 1e-3, np.float32)
@@ -116,18 +124,18 @@ def test_ranges_are_fitted_with_the_calibration_and_saved_with_it(gaussian, meth
   assert calibration.int8_ranges.shape == (2, calibration.dim)
   np.testing.assert_array_equal(calibration.int8_ranges, want)
   calibration.save(str(tmp_path / "cal"))
-  np.testing.assert_array_equal(calibrator.load(str(tmp_path / "cal")).int8_ranges, want)
+  np.testing.assert_array_equal(calibrator.load_calibration(str(tmp_path / "cal")).int8_ranges, want)
   os.remove(tmp_path / "cal" / int8_ranges.RANGES_FILE)      # a calibration saved before ranges existed
-  assert calibrator.load(str(tmp_path / "cal")).int8_ranges is None
+  assert calibrator.load_calibration(str(tmp_path / "cal")).int8_ranges is None
   np.save(tmp_path / "cal" / int8_ranges.RANGES_FILE, np.zeros([3, 4], np.float32))
   with pytest.raises(ValueError, match="int8_ranges.npy: not int8 ranges"):
-    calibrator.load(str(tmp_path / "cal"))
+    calibrator.load_calibration(str(tmp_path / "cal"))
   np.save(tmp_path / "cal" / int8_ranges.RANGES_FILE, np.zeros([2, calibration.dim + 1], np.float32))
   with pytest.raises(ValueError, match="int8_ranges.npy: int8 ranges of width"):
-    calibrator.load(str(tmp_path / "cal"))
+    calibrator.load_calibration(str(tmp_path / "cal"))
   (tmp_path / "cal" / int8_ranges.RANGES_FILE).write_bytes(b"")  # an empty file: one line, not numpy's EOFError
   with pytest.raises(ValueError, match="int8_ranges.npy: unreadable int8 ranges"):
-    calibrator.load(str(tmp_path / "cal"))
+    calibrator.load_calibration(str(tmp_path / "cal"))
 
 
 @pytest.fixture(scope="module", name="tiny_embedder")

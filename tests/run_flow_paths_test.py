@@ -156,7 +156,7 @@ def test_nli_flow_follows_the_papers_nli_schedule(runs):
   # The couplings' last layers start at exactly 0 (W_zeros, b_zeros, logs_zeros), so their values are what the
   # 3 steps moved them. AdamWeightDecay without bias correction moves a weight by lr * m_t / sqrt(v_t) a step:
   # 3.16, 4.25, 4.95 lr for a steady gradient, at most ~12.5 lr in 3 steps (1e-3, the target lr, would give ~1e-2).
-  fitted = fitted_flow.load(str(flow_dir))
+  fitted = fitted_flow.load_glow(str(flow_dir))
   moved = max(float(np.abs(v.numpy()).max()) for v in fitted.trainable_variables if "zeros" in v.name)
   assert 5 * 2e-5 < moved <= 13 * 2e-5
   target = json.loads((runs["root"] / "exp" / "all-tasks" / "flows" / "target-STS-B" / "flow.json").read_text())
@@ -168,8 +168,8 @@ def test_export_variants_chain_the_asked_flow(runs):
   root, embedder = runs["root"], runs["embedder"]
   sentences = ["a man plays the guitar .", "the dog runs", "x"]
   raw = engine_vectors(embedder, sentences)
-  nli = fitted_flow.load(str(root / "exp" / "all-tasks" / "flows" / "nli-NLI"))
-  faithful = fitted_flow.load(str(root / "exp" / "faithful" / "flows" / "target-STS-B"))
+  nli = fitted_flow.load_glow(str(root / "exp" / "all-tasks" / "flows" / "nli-NLI"))
+  faithful = fitted_flow.load_glow(str(root / "exp" / "faithful" / "flows" / "target-STS-B"))
   wants = {"all-tasks": glow.transform(nli, raw), "plain": raw, "faithful": glow.transform(faithful, raw)}
   for name, want in wants.items():
     info = json.loads((root / f"export_{name}" / "export_info.json").read_text())

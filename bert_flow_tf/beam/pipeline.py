@@ -150,7 +150,7 @@ def embed_files(input_pattern, cache_dir, model_kwargs, poolings, max_seq_length
 
   Args:
     input_pattern: str, a file or glob, any filesystem Beam knows (gs://bucket/corpus/*.txt); UTF-8 text.
-    cache_dir: str, the embedding store's root (run_flow.py --cache_dir).
+    cache_dir: str, the embedding store's folder (run_flow.py --cache_dir).
     model_kwargs: dict, keyword arguments of `loaders.load_model` (`model_flags.model_kwargs`).
     poolings: list of pooling names (run_flow.py --pooling); their quantities are stored.
     max_seq_length: int, tokens per sentence including [CLS] and [SEP].

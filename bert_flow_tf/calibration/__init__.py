@@ -3,7 +3,7 @@
   flow_fitting.py  fit a Glow on sentence pairs: the loop (schedules, checkpoints, resume, traced-step reuse)
   pair_sources.py  where the pairs come from: the PairSource interface, cached vectors, BERT with dropout
   store_stream.py  pairs (and whitening) read from the embedding store shard by shard
-  fitted_flow.py   a fitted flow's folder: flow.json, check, load, save, reuse
+  fitted_flow.py   a fitted flow's folder: flow.json, check, load_glow, save, reuse
   baselines.py     whitening(-k), SN, NATSV, SN+NATSV
   calibrator.py    either of them fitted, applied, saved and loaded behind one interface (what SentenceEncoder holds)
 """

@@ -1,17 +1,20 @@
 """A fitted calibration of sentence vectors behind one interface: BERT-flow's Glow or a baseline (whitening, ...).
 
 `fit(method, x)` fits one on vectors x [N, D]; each has `method`, `input_dim` (D), `dim` (its output width D'),
-`transform(x, dtype=np.float32)` (float [M, D] -> [M, D']) and `save(folder)`; `load(folder)` restores any of them
-exactly (the same weights, so the same outputs). The fitting itself is `calibration.flow_fitting` (the flow) and
-`calibration.baselines`.
+`transform(x, dtype=np.float32)` (float [M, D] -> [M, D']) and `save(folder)`; `load_calibration(folder)` restores
+any of them exactly (the same weights, so the same outputs). The fitting itself is `calibration.flow_fitting` (the
+flow) and `calibration.baselines`.
 
 Each also has `int8_ranges`: float32 [2, D'], the int8 ranges fitted on its own output over the fit vectors
-(`int8_ranges`, the gaussian rule), or None for a calibration saved before they were fitted.
+(`int8_ranges`, the gaussian rule), or None for a calibration saved before they were fitted; and
+`truncation_order`: int32 [D'], the dimensions `truncate_dim` keeps first (`truncation`: a flow's, by decreasing
+variance on the fit vectors), or None (the baselines, and a flow saved before orders were fitted: the first k).
 
 In a folder:
-  flow        flow.json + a checkpoint of the Glow alone (`fitted_flow.load` reads it)
+  flow        flow.json + a checkpoint of the Glow alone (`fitted_flow.load_glow` reads it)
   baselines   baseline.npz (`baselines.load_baseline`)
   both        int8_ranges.npy (`int8_ranges.save`)
+  flow        truncation_order.npy (`truncation.save`)
 
 Legend: N, M = vectors, D = their width, D' = the calibrated width (D, except whitening-k: k).
 """
@@ -30,6 +33,7 @@ from bert_flow_tf.calibration import flow_fitting
 from bert_flow_tf.calibration import int8_ranges
 from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.calibration import store_stream
+from bert_flow_tf.calibration import truncation
 from bert_flow_tf.data import pairs as pairs_lib
 from bert_flow_tf.utils import errors
 
@@ -48,6 +52,7 @@ class FlowCalibration:
   """
   method = FLOW
   int8_ranges = None
+  truncation_order = None
 
   def __init__(self, flow, fit_config, summary):
     self.glow, self.fit_config, self.summary = flow, fit_config, summary
@@ -75,6 +80,7 @@ class BaselineCalibration:
     baseline: the fitted baselines object (float64 statistics).
   """
   int8_ranges = None
+  truncation_order = None  # their first k dimensions are their top k
 
   def __init__(self, baseline):
     self.baseline = baseline
@@ -117,11 +123,16 @@ class BaselineCalibration:
 def _save_ranges(calibration, folder):
   if calibration.int8_ranges is not None:
     int8_ranges.save(folder, calibration.int8_ranges)
+  if calibration.truncation_order is not None:
+    truncation.save(folder, calibration.truncation_order)
 
 
 def _with_ranges(calibration, x):
-  """`calibration` with its int8 ranges fitted on its output over the fit vectors x (array or StoreShards)."""
+  """`calibration` with its int8 ranges fitted on its output over the fit vectors x (array or StoreShards), and
+  (a flow) its truncation order, read off them."""
   calibration.int8_ranges = int8_ranges.fit_ranges(int8_ranges.calibrated_blocks(calibration.transform, x))
+  if calibration.method == FLOW:
+    calibration.truncation_order = truncation.fit_order(calibration.int8_ranges)
   return calibration
 
 
@@ -199,21 +210,26 @@ def fit_baselines(methods, x):
   return [_with_ranges(BaselineCalibration(baselines.make_baseline(method).fit(x, shared)), x) for method in methods]
 
 
-def load(folder):
-  """Restores the calibration `save(folder)` wrote, checked (baselines.load_baseline, fitted_flow.load). Returns
-  FlowCalibration or BaselineCalibration; errors.UserError naming the file for anything missing or wrong."""
-  if os.path.isfile(os.path.join(folder, BASELINE_FILE)):
+def load_calibration(folder, flow_info=None):
+  """Restores the calibration `save(folder)` wrote, checked (baselines.load_baseline, fitted_flow.load_glow). Returns
+  FlowCalibration or BaselineCalibration; errors.UserError naming the file for anything missing or wrong.
+
+  flow_info: dict, the flow.json of a flow's folder when the caller has read it (`fitted_flow.read_info`), or None.
+  """
+  if flow_info is None and os.path.isfile(os.path.join(folder, BASELINE_FILE)):
     calibration = BaselineCalibration(baselines.load_baseline(os.path.join(folder, BASELINE_FILE)))
   else:
-    info = fitted_flow.read_info(folder)
+    info = fitted_flow.read_info(folder) if flow_info is None else flow_info
     try:
-      config = flow_fitting.FlowFitConfig(**info["fit"])
+      fit_config = flow_fitting.FlowFitConfig(**info["fit"])
     except (TypeError, ValueError) as e:
       raise errors.UserError(f'"fit" is not a flow fit config ({str(e)[:200]})',
                              os.path.join(folder, fitted_flow.INFO_FILE)) from e
-    calibration = FlowCalibration(fitted_flow.load(folder), config, info)
-  calibration.int8_ranges = int8_ranges.load(folder)
+    calibration = FlowCalibration(fitted_flow.load_glow(folder, info), fit_config, info)
+  calibration.int8_ranges = int8_ranges.load_ranges(folder)
   if calibration.int8_ranges is not None and calibration.int8_ranges.shape[1] != calibration.dim:
     raise errors.UserError(f"int8 ranges of width {calibration.int8_ranges.shape[1]} for a calibration of width "
                            f"{calibration.dim}", os.path.join(folder, int8_ranges.RANGES_FILE))
+  if calibration.method == FLOW:
+    calibration.truncation_order = truncation.load_order(folder, calibration.dim)
   return calibration

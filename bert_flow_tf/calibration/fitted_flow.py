@@ -2,8 +2,9 @@
 
   write_info   flow.json: dim, the Glow config, the fit settings, progress and provenance
   read_info    flow.json back, with one-line errors for a missing or broken file
-  check        flow.json compared with the settings a caller would fit or use it with
-  load         the Glow of a finished fit
+  mismatch     flow.json compared with the settings a caller would fit or use it with
+  check        read_info, then mismatch as an error
+  load_glow    the Glow of a finished fit
   save         a fitted Glow written as `flow_fitting.fit_flow` leaves it
   reuse        the one rule for a folder met again: a finished fit with the same settings is loaded, an unfinished
                one is left for the fit to resume, other settings are an error
@@ -25,10 +26,11 @@ INFO_FILE = "flow.json"
 _VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"
 
 
-def write_info(flow_dir, dim, fit, extra):
-  """Writes flow.json: dim, the Glow config of `fit.flow_model_config`, `fit` (a FlowFitConfig) and `extra`."""
-  info = {"dim": dim, "flow_config": glow.GlowConfig.load(fit.flow_model_config).to_dict(),
-          "fit": dataclasses.asdict(fit), **extra}
+def write_info(flow_dir, dim, fit_config, extra):
+  """Writes flow.json: dim, the Glow config of `fit_config.flow_model_config`, `fit_config` (a FlowFitConfig, under
+  "fit") and `extra`."""
+  info = {"dim": dim, "flow_config": glow.GlowConfig.load(fit_config.flow_model_config).to_dict(),
+          "fit": dataclasses.asdict(fit_config), **extra}
   io_utils.write_text(os.path.join(flow_dir, INFO_FILE), json.dumps(info, indent=2, sort_keys=True) + "\n")
 
 
@@ -51,49 +53,65 @@ def read_info(flow_dir):
   return info
 
 
-def check(flow_dir, dim=None, fit=None, provenance=None):
-  """Reads the flow.json in `flow_dir` and checks that the flow was fitted as these arguments say.
-
-  Only what is given is compared: `dim` with the flow's width, `fit` with its fit settings, and each key of
-  `provenance` that the flow.json records (a flow written without provenance skips that part).
-
-  Args:
-    flow_dir: str, a directory written by `fit_flow`.
-    dim: int or None, the width of the vectors that will go through the flow.
-    fit: FlowFitConfig or None, the settings the caller would fit with.
-    provenance: dict or None, what the vectors are (as `fit_flow` takes it).
+def check(flow_dir, dim=None, fit_config=None, provenance=None):
+  """Reads the flow.json in `flow_dir` and checks that the flow was fitted as these arguments say (see `mismatch`).
 
   Returns:
     dict, the flow.json (see `read_info`).
 
   Raises:
-    FileNotFoundError: flow_dir holds no flow.json.
-    ValueError: naming every setting that differs, with the value asked for and the flow's.
+    FileNotFoundError / errors.UserError: flow.json is missing or broken (see `read_info`), or the flow was fitted
+      with other settings (naming every one that differs, with the value asked for and the flow's).
   """
   info = read_info(flow_dir)
+  wrong = mismatch(info, dim=dim, fit_config=fit_config, provenance=provenance)
+  if wrong:
+    raise errors.UserError(wrong, flow_dir)
+  return info
+
+
+def mismatch(info, dim=None, fit_config=None, provenance=None):
+  """What differs between a flow's flow.json and the settings a caller would fit or use it with, or None.
+
+  Only what is given is compared: `dim` with the flow's width, `fit_config` with its fit settings, and each key of
+  `provenance` that the flow.json records (a flow written without provenance skips that part).
+
+  Args:
+    info: dict, the flow's flow.json (`read_info`).
+    dim: int or None, the width of the vectors that will go through the flow.
+    fit_config: FlowFitConfig or None, the settings the caller would fit with.
+    provenance: dict or None, what the vectors are (as `fit_flow` takes it).
+
+  Returns:
+    None, or str: one line naming every setting that differs, with the value asked for and the flow's.
+  """
   fitted = info.get("provenance") or {}
   asked = {k: (v, fitted[k]) for k, v in (provenance or {}).items() if k in fitted}
   if dim is not None:
     asked["dim"] = (dim, info["dim"])
-  if fit is not None:
-    ours, theirs = dataclasses.asdict(fit), info["fit"]
+  if fit_config is not None:
+    ours, theirs = dataclasses.asdict(fit_config), info["fit"]
     asked.update({f"fit.{k}": (ours.get(k), theirs.get(k)) for k in sorted(ours.keys() | theirs.keys())})
   wrong = {k: v for k, v in asked.items() if v[0] != v[1]}
-  if wrong:
-    names = sorted({k.split(".")[0] for k in wrong})
-    raise errors.UserError(f"the flow was fitted with other settings ({', '.join(names)} differ): " + "; ".join(
-        f"{k}={want} (the flow was fitted with {got})" for k, (want, got) in wrong.items()), flow_dir)
-  return info
+  if not wrong:
+    return None
+  names = sorted({k.split(".")[0] for k in wrong})
+  return f"the flow was fitted with other settings ({', '.join(names)} differ): " + "; ".join(
+      f"{k}={want} (the flow was fitted with {got})" for k, (want, got) in wrong.items())
 
 
-def load(flow_dir):
+def load_glow(flow_dir, info=None):
   """Restores a flow written by `fit_flow` (its flow.json and latest checkpoint), strictly. Returns a Glow.
+
+  Args:
+    flow_dir: str, the flow's folder.
+    info: dict, its flow.json when the caller has read it (`read_info`), or None to read it here.
 
   Raises:
     errors.UserError naming the file: an unfinished fit, a flow.json whose Glow cannot be built, or a checkpoint
     that does not hold exactly this Glow's variables with their shapes (`restore_strictly`).
   """
-  info = read_info(flow_dir)
+  info = read_info(flow_dir) if info is None else info
   info_path = os.path.join(flow_dir, INFO_FILE)
   if not info.get("complete"):
     raise errors.UserError(f"the flow did not finish fitting ({info.get('steps_done')} of {info.get('num_steps')} "
@@ -154,22 +172,23 @@ def _flow_variables(prefix):
           if name.startswith("flow/") and ".OPTIMIZER_SLOT" not in name}
 
 
-def save(flow, flow_dir, fit, summary):
-  """Writes a fitted flow as `fit_flow` leaves it, for `load`: flow.json and a checkpoint of the flow alone (no
+def save(flow, flow_dir, fit_config, summary):
+  """Writes a fitted flow as `fit_flow` leaves it, for `load_glow`: flow.json and a checkpoint of the flow alone (no
   optimizer slots).
 
   Args:
     flow: the fitted Glow.
     flow_dir: str, a new or empty directory.
-    fit: FlowFitConfig, how it was fitted.
+    fit_config: FlowFitConfig, how it was fitted.
     summary: dict, what `fit_flow` returned with it (complete must be True).
   """
   os.makedirs(flow_dir, exist_ok=True)
   tf.train.Checkpoint(flow=flow).save(os.path.join(flow_dir, "flow"))
-  write_info(flow_dir, flow.dim, fit, {k: v for k, v in summary.items() if k not in ("dim", "flow_config", "fit")})
+  extra = {k: v for k, v in summary.items() if k not in ("dim", "flow_config", "fit")}
+  write_info(flow_dir, flow.dim, fit_config, extra)
 
 
-def reuse(flow_dir, fit, provenance):
+def reuse(flow_dir, fit_config, provenance):
   """(Glow, flow.json dict) of the flow already fitted in `flow_dir` with these settings, or None: no flow.json
   there, or a fit that did not finish (`fit_flow` resumes it from its checkpoint).
 
@@ -178,5 +197,5 @@ def reuse(flow_dir, fit, provenance):
   """
   if not os.path.isfile(os.path.join(flow_dir, INFO_FILE)):
     return None
-  info = check(flow_dir, fit=fit, provenance=provenance)
-  return (load(flow_dir), info) if info.get("complete") else None
+  info = check(flow_dir, fit_config=fit_config, provenance=provenance)
+  return (load_glow(flow_dir), info) if info.get("complete") else None

@@ -45,8 +45,9 @@ MODES = ("cached", "faithful")
 @dataclasses.dataclass(frozen=True)
 class FlowFitConfig:
   """How to fit the flow: the one owner of these settings and their defaults (the paper's target setting;
-  NLI_FIT is its NLI setting). SentenceEncoder.fit, calibrator.fit and run_flow.py's flags all fill this; override
-  with dataclasses.replace. Each field's range is checked when the config is made (ValueError naming the field).
+  NLI_FIT_CONFIG is its NLI setting). SentenceEncoder.fit, calibrator.fit and run_flow.py's flags all fill this;
+  override with dataclasses.replace. Each field's range is checked when the config is made (ValueError naming the
+  field).
 
   Attributes:
     flow_model_config: str, a Glow config name (glow/configs/, e.g. "config_l3_d3_w32", the original's default) or
@@ -63,7 +64,7 @@ class FlowFitConfig:
     log_every_steps: int >= 1, TensorBoard and log period in steps.
   """
   flow_model_config: str = glow.DEFAULT_CONFIG
-  init: str = dataclasses.field(default="original", metadata=checks.checked(checks.one_of(glow.ops.ACTNORM_INITS)))
+  init: str = dataclasses.field(default="original", metadata=checks.checked(checks.one_of(glow.actnorm.ACTNORM_INITS)))
   learning_rate: float = dataclasses.field(default=1e-3, metadata=checks.checked(checks.positive_number))
   num_train_epochs: float = dataclasses.field(default=1.0, metadata=checks.checked(checks.positive_number))
   batch_size: int = dataclasses.field(default=32, metadata=checks.checked(checks.positive_int))
@@ -91,7 +92,7 @@ class FlowFitConfig:
     return steps
 
 
-NLI_FIT = FlowFitConfig(learning_rate=2e-5, num_train_epochs=0.15)  # the paper's NLI setting
+NLI_FIT_CONFIG = FlowFitConfig(learning_rate=2e-5, num_train_epochs=0.15)  # the paper's NLI setting
 
 
 def load_glow_config(name, value):
@@ -107,10 +108,10 @@ class FlowDivergedError(FloatingPointError):
   """The loss became NaN or inf; the last good checkpoint is kept."""
 
 
-def _seeded_glow(glow_config, dim, fit):
-  """The Glow a fit starts from: Python, numpy and TF seeded with fit.seed, then built."""
-  keras.utils.set_random_seed(fit.seed)
-  return glow.Glow(glow_config, dim, init=fit.init, seed=fit.seed)
+def _seeded_glow(glow_config, dim, fit_config):
+  """The Glow a fit starts from: Python, numpy and TF seeded with fit_config.seed, then built."""
+  keras.utils.set_random_seed(fit_config.seed)
+  return glow.Glow(glow_config, dim, init=fit_config.init, seed=fit_config.seed)
 
 
 class TracedSteps:
@@ -144,25 +145,25 @@ class TracedSteps:
 SHARED_STEPS = TracedSteps()  # fit_flow's default: the fits of one process share their traces
 
 
-def _train_state(pairs, glow_config, fit, optimizer, traced_steps):
+def _train_state(pairs, glow_config, fit_config, optimizer, traced_steps):
   """A glow.ReusableTrainStep for this fit, not yet reset: from `traced_steps` on one device (the default strategy,
   no dropout), else a new one under the pairs' strategy (mirrored variables; the source's own step is traced per
   fit anyway)."""
   reusable = (traced_steps is not None and glow_config.coupling_dropout == 0 and not tf.distribute.has_strategy()
               and pairs.strategy is tf.distribute.get_strategy())
   if reusable:
-    return traced_steps.get(glow_config, pairs.dim, fit.init, optimizer)
+    return traced_steps.get(glow_config, pairs.dim, fit_config.init, optimizer)
   with pairs.strategy.scope():
-    return glow.ReusableTrainStep(glow_config, pairs.dim, fit.init, optimizer)
+    return glow.ReusableTrainStep(glow_config, pairs.dim, fit_config.init, optimizer)
 
 
-def fit_flow(pairs, config, flow_dir, name="flow", provenance=None, show_progress_bar=None,
+def fit_flow(pairs, fit_config, flow_dir, name="flow", provenance=None, show_progress_bar=None,
              traced_steps=SHARED_STEPS):
   """Fits a Glow on `pairs`, checkpointing into `flow_dir`; resumes from the latest checkpoint there.
 
   Args:
     pairs: a pair_sources.PairSource (CachedPairs, FaithfulPairs, store_stream.StreamedPairs).
-    config: FlowFitConfig.
+    fit_config: FlowFitConfig.
     flow_dir: str. Checkpoints, flow.json and TensorBoard events (`tb/`) go here.
     name: str, a label for logs and progress.
     provenance: dict or None, what the vectors are (model, pooling, max_seq_length), kept in flow.json so that
@@ -178,12 +179,13 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None, show_progres
   Raises:
     FlowDivergedError when a loss is NaN or inf (the last good checkpoint stays in flow_dir).
   """
-  num_steps = config.num_steps(len(pairs), name)
-  order = pairs.batch_order(num_steps, config.batch_size, config.seed)
-  glow_config = config.glow_config()
-  optimizer = glow.AdamWeightDecay(learning_rate=config.learning_rate, weight_decay_rate=config.weight_decay_rate)
-  state = _train_state(pairs, glow_config, config, optimizer, traced_steps)  # before seeding: it may build a Glow
-  fresh = _seeded_glow(glow_config, pairs.dim, config)
+  num_steps = fit_config.num_steps(len(pairs), name)
+  order = pairs.batch_order(num_steps, fit_config.batch_size, fit_config.seed)
+  glow_config = fit_config.glow_config()
+  optimizer = glow.AdamWeightDecay(learning_rate=fit_config.learning_rate,
+                                   weight_decay_rate=fit_config.weight_decay_rate)
+  state = _train_state(pairs, glow_config, fit_config, optimizer, traced_steps)  # before seeding: it may build a Glow
+  fresh = _seeded_glow(glow_config, pairs.dim, fit_config)
   state.reset(fresh, optimizer)
   flow, optimizer = state.flow, state.optimizer
   step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
@@ -192,14 +194,14 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None, show_progres
   if manager.latest_checkpoint:
     checkpoint.restore(manager.latest_checkpoint)
     logging.info("%s: resuming from %s (step %d of %d)", name, manager.latest_checkpoint, int(step), num_steps)
-  elif config.init == "ddi":
+  elif fit_config.init == "ddi":
     a, b = pairs.batch(order[0])
     flow.data_init(tf.concat([a, b], axis=0))
-  fitted_flow.write_info(flow_dir, pairs.dim, config, {"num_steps": num_steps, "steps_done": int(step),
+  fitted_flow.write_info(flow_dir, pairs.dim, fit_config, {"num_steps": num_steps, "steps_done": int(step),
                                                        "complete": False, "provenance": provenance})
 
   with pairs.strategy.scope():
-    train_step = pairs.make_train_step(flow, optimizer, config.batch_size)
+    train_step = pairs.make_train_step(flow, optimizer, fit_config.batch_size)
   if train_step is None:
     train_step = lambda row: state(*pairs.batch(row))
   writer = tf.summary.create_file_writer(os.path.join(flow_dir, "tb"))
@@ -215,10 +217,10 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None, show_progres
     done += 1
     losses.append(loss)
     progress.update(1)
-    if done % config.log_every_steps == 0 or done == num_steps:
+    if done % fit_config.log_every_steps == 0 or done == num_steps:
       with writer.as_default():
         tf.summary.write(f"flow_loss/{name}", tf.constant(loss), step=done, metadata=_SCALAR_METADATA)
-    if done % config.save_checkpoints_steps == 0 or done == num_steps:
+    if done % fit_config.save_checkpoints_steps == 0 or done == num_steps:
       step.assign(done)
       manager.save(checkpoint_number=done)
   writer.flush()
@@ -227,7 +229,7 @@ def fit_flow(pairs, config, flow_dir, name="flow", provenance=None, show_progres
              "provenance": provenance,
              "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
              "mean_loss_last_10pct": float(np.mean(losses[-max(1, len(losses) // 10):])) if losses else None}
-  fitted_flow.write_info(flow_dir, pairs.dim, config, summary)
+  fitted_flow.write_info(flow_dir, pairs.dim, fit_config, summary)
   logging.info("%s: %d steps in %.1f s, loss (bits/dim, a+b) %s -> %s", name, num_steps, seconds,
                summary["first_loss"], summary["last_loss"])
   glow.training.copy_variables(flow, fresh)                    # the state's Glow goes on to the next fit

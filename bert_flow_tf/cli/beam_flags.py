@@ -31,7 +31,7 @@ def define_flags(flag_values=flags.FLAGS):
   model_flags.define_max_seq_length(fv)
   flags.DEFINE_string("input_pattern", None, "Required. Sentence files, one sentence per line: a path or glob, local "
                       "or any filesystem Beam reads (gs://bucket/corpus/*.txt).", flag_values=fv)
-  flags.DEFINE_string("cache_dir", None, "Required. The embedding store's root, as run_flow.py --cache_dir.",
+  flags.DEFINE_string("cache_dir", None, "Required. The embedding store's folder, as run_flow.py --cache_dir.",
                       flag_values=fv)
   flags.DEFINE_list("pooling", [model_flags.DEFAULT_POOLING], "Poolings whose quantities are stored (run_flow.py's "
                     "names: last-avg, first-last-avg, emb-avg, cls, avg, avg-last-2, ...).", flag_values=fv)

@@ -60,13 +60,13 @@ def _check_combinations():
                          f"{len(FLAGS.pooling)}")
 
 
-def _check_fit_set(custom, target_fit):
+def _check_fit_set(custom, target_fit_config):
   """Fails when the own training pairs are fewer than one step of the target flow's fit."""
   if custom is None or not FLAGS.flow or "target" not in FLAGS.fit_on or FLAGS.fit_from_store:
     return  # from the store, the pairs are counted once the distinct sentences are stored
   own = FLAGS.train_file or FLAGS.eval_file
   try:
-    target_fit.num_steps(len(custom.train[0]), own)
+    target_fit_config.num_steps(len(custom.train[0]), own)
   except ValueError as e:
     flag = "--train_file" if FLAGS.train_file else "--eval_file"
     raise app.UsageError(f"{flag}: {e} (lower --{aliases.given_name(FLAGS, 'flow_batch_pairs')} or raise "
@@ -94,17 +94,17 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   _check_combinations()
-  target_fit = config_flags.config_from_flags(FlowFitConfig, FLAGS, names=run_flow_flags.FIT_FLAGS,
-                                               only=tuple(run_flow_flags.FIT_FLAGS))
-  nli_fit = dataclasses.replace(target_fit, **{field: FLAGS[flag].value
-                                               for field, flag in run_flow_flags.NLI_FIT_FLAGS.items()})
+  target_fit_config = config_flags.config_from_flags(FlowFitConfig, FLAGS, names=run_flow_flags.FIT_FLAGS,
+                                                      only=tuple(run_flow_flags.FIT_FLAGS))
+  nli_fit_config = dataclasses.replace(target_fit_config, **{field: FLAGS[flag].value
+                                                              for field, flag in run_flow_flags.NLI_FIT_FLAGS.items()})
   try:
     custom = data.custom.load_custom(FLAGS.train_file, FLAGS.eval_file, FLAGS.train_format)
   except errors.UserError:
     raise  # already names its file:line
   except (ValueError, FileNotFoundError) as e:
     raise app.UsageError(str(e)) from e
-  _check_fit_set(custom, target_fit)
+  _check_fit_set(custom, target_fit_config)
   strategy = engine_flags.strategy_from_flags()  # before any output: a missing device ends the run here
   output_dir = run_flow_flags.output_dir_from_flags(FLAGS, _exp_name)
   cache_dir = run_flow_flags.cache_dir_from_flags(FLAGS, output_dir)
@@ -119,10 +119,11 @@ def main(argv):
   io_utils.write_text(os.path.join(output_dir, "flags.txt"), FLAGS.flags_into_string())
   poolings = FLAGS.pooling
   specs = [ExperimentSpec(
-      model=model, sentence_embedding_type=name, data_dir=FLAGS.data_dir,
+      model=model, pooling=name, data_dir=FLAGS.data_dir,
       output_dir=output_dir if len(poolings) == 1 else os.path.join(output_dir, name),
       max_seq_length=FLAGS.max_seq_length, eval_tasks=_eval_tasks(),
-      fit_on=tuple(FLAGS.fit_on) if FLAGS.flow else (), target_fit=target_fit, nli_fit=nli_fit,
+      fit_on=tuple(FLAGS.fit_on) if FLAGS.flow else (), target_fit_config=target_fit_config,
+      nli_fit_config=nli_fit_config,
       flow_mode=FLAGS.flow_mode, use_full_for_training=FLAGS.use_full_for_training,
       one_pass_full=FLAGS.one_pass_full, baselines=tuple(FLAGS.baselines),
       lexical_analysis=FLAGS.lexical_analysis, analysis=FLAGS.analysis,
@@ -133,7 +134,7 @@ def main(argv):
   for finished in runs:
     print(finished.results_md)
   if len(runs) > 1:  # the README's Results table: every pooling's rows in one
-    print(markdown.poolings_table([(r.record.sentence_embedding_type, r.record.scores) for r in runs]))
+    print(markdown.poolings_table([(r.record.pooling, r.record.scores) for r in runs]))
   if FLAGS.export_dir:
     _export(runs[0].experiment)
   print(f"outputs in {output_dir}" + (f"; servable models in {FLAGS.export_dir}" if FLAGS.export_dir else ""))
@@ -144,15 +145,15 @@ def _export(experiment):
   own = FLAGS.train_file or FLAGS.eval_file
   dataset = data.custom.DATASET if own else data.TASKS[FLAGS.task_name].dataset
   if FLAGS.export_flow == "init_checkpoint":
-    flow = tf1_flow.load_tf1_flow(FLAGS.init_checkpoint,
-                                  FLAGS.flow_model_config if FLAGS["flow_model_config"].present else None)
+    glow_model = tf1_flow.load_tf1_flow(FLAGS.init_checkpoint,
+                                        FLAGS.flow_model_config if FLAGS["flow_model_config"].present else None)
   else:
     key = {"target": ("target", dataset), "nli": NLI_FLOW, "none": None}[FLAGS.export_flow]
     if key is not None and key not in experiment.flows:
       raise app.UsageError(f"--export_flow={FLAGS.export_flow}: no such flow was fitted in this run "
                            f"(--fit_on={','.join(FLAGS.fit_on)})")
-    flow = experiment.flows[key].glow if key is not None else None
-  paths = export.export_models(experiment.embedder, flow, FLAGS.export_dir, overwrite=True)
+    glow_model = experiment.flows[key].glow if key is not None else None
+  paths = export.export_models(experiment.embedder, glow_model, FLAGS.export_dir, overwrite=True)
   logging.info("exported %s (flow: %s): %s and %s", FLAGS.export_dir, FLAGS.export_flow, paths["text"],
                paths["ids"])
 

@@ -30,7 +30,7 @@ ALIASES = {"sentence_embedding_type": "pooling", "predict_batch_size": "encode_b
 FIT_FLAGS = {"flow_model_config": "flow_model_config", "init": "flow_init", "learning_rate": "flow_learning_rate",
              "num_train_epochs": "num_train_epochs", "batch_size": "flow_batch_pairs", "seed": "seed",
              "save_checkpoints_steps": "save_checkpoints_steps"}
-# The NLI setting's own flags (flow_fitting.NLI_FIT's values); its other settings are the target's flags.
+# The NLI setting's own flags (flow_fitting.NLI_FIT_CONFIG's values); its other settings are the target's flags.
 NLI_FIT_FLAGS = {"learning_rate": "nli_flow_learning_rate", "num_train_epochs": "nli_num_train_epochs"}
 
 GROUPS = (
@@ -147,7 +147,7 @@ def define_flags(flag_values=flags.FLAGS):
                                    flag_values=fv)
   config_flags.check_flag(fv, "flow_model_config", flow_fitting.load_glow_config)
   config_flags.define_config_flags(flow_fitting.FlowFitConfig, only=tuple(NLI_FIT_FLAGS), names=NLI_FIT_FLAGS,
-                                   defaults={f: getattr(flow_fitting.NLI_FIT, f) for f in NLI_FIT_FLAGS},
+                                   defaults={f: getattr(flow_fitting.NLI_FIT_CONFIG, f) for f in NLI_FIT_FLAGS},
                                    flag_values=fv)
   for flag in NLI_FIT_FLAGS.values():
     fv[flag].help = "NLI setting (--fit_on=nli): " + fv[flag].help

@@ -7,7 +7,7 @@ chosen layers, [CLS] vectors, the pooler; see `pooling.quantities`). A forward p
 any requested quantity needs, so `emb-avg` runs no transformer block.
 
 `encode_quantities` is the one way sentences run through BERT; sentence vectors come from
-`store.EmbeddingStore.vectors` (root None: in memory), which asks it for what it does not hold yet and combines
+`store.EmbeddingStore.vectors` (cache_dir None: in memory), which asks it for what it does not hold yet and combines
 the quantities into the pooling. That is what `SentenceEncoder.encode`, run_flow.py and the benches run. The
 pooling is a value beside the quantity encoder (`pooling.Pooling`): the store and Beam hold a QuantityEncoder and
 name the pooling, or only the quantities, on each call.
@@ -167,13 +167,13 @@ class SentenceEmbedder(QuantityEncoder):
 
   Args:
     model, max_seq_length, strategy, static_shapes, use_xla, tokenizer: as QuantityEncoder.
-    sentence_embedding_type: str, a name from bert_flow_tf.modeling.pooling (original names accepted).
+    pooling: str, a name from bert_flow_tf.modeling.pooling (original names accepted).
   """
 
-  def __init__(self, model, sentence_embedding_type=settings.POOLING, max_seq_length=settings.MAX_SEQ_LENGTH,
+  def __init__(self, model, pooling=settings.POOLING, max_seq_length=settings.MAX_SEQ_LENGTH,
                strategy=None, static_shapes=False, use_xla=False, tokenizer=None):
     super().__init__(model, max_seq_length, strategy, static_shapes, use_xla, tokenizer)
-    self.pooling = pooling_lib.resolve(sentence_embedding_type, model.num_layers)
+    self.pooling = pooling_lib.resolve(pooling, model.num_layers)
     self.dim = self.pooling.output_dim(model.hidden_size)
 
   def embed_inputs(self, inputs, training=False):

@@ -6,8 +6,8 @@ per sentence. A run that asks for `first-last-avg` stores "mean-1" and "mean-L";
 same sentences finds "mean-L" and runs no BERT at all; `emb-avg` needs "mean-0" only, and its forward pass stops
 before the first transformer block. A sentence shared by two datasets or splits is encoded once.
 
-On disk (`root` given), in the layout of `store_files` (the one owner of the files: paths, model key, shard names
-and members): <root>/<model key>/<quantity>/<shard>.npz. Shards are written atomically, one per quantity for every
+On disk (`cache_dir` given), in the layout of `store_files` (the one owner of the files: paths, model key, shard names
+and members): <cache_dir>/<model key>/<quantity>/<shard>.npz. Shards are written atomically, one per quantity for every
 `shard_size` newly encoded sentences, so a killed run keeps what it finished and a rerun encodes only the rest. A
 shard that cannot be read (its zip CRC included), has the wrong width or holds NaN/inf is reported, deleted and its
 sentences encoded again: every shard of a quantity is checked when the quantity is first asked for, read a block at a
@@ -19,7 +19,7 @@ sentences without reading their vectors back. Encoding holds one shard's vectors
 Storage grows with what was asked, not with the model's depth: one quantity of 1M sentences is 1M x H x 4 bytes
 (BERT-base: 3 GB).
 
-Without `root` the store keeps its shards in memory for the life of the object (the same lookups, no files).
+Without `cache_dir` the store keeps its shards in memory for the life of the object (the same lookups, no files).
 """
 import os
 import zipfile
@@ -89,20 +89,20 @@ class EmbeddingStore:
 
   Args:
     embedder: bert_flow_tf.embedding.embedder.QuantityEncoder (its model, tokenizer, strategy and length).
-    root: str or None. The store's folder (see the module notes); None keeps everything in memory.
+    cache_dir: str or None. The store's folder (see the module notes); None keeps everything in memory.
     batch_size: int, sentences per encoding batch.
     shard_size: int, newly encoded sentences per shard (and per resumable unit of work).
   """
 
-  def __init__(self, embedder, root=None, batch_size=settings.BATCH_SENTENCES,
+  def __init__(self, embedder, cache_dir=None, batch_size=settings.BATCH_SENTENCES,
                shard_size=store_files.DEFAULT_SHARD_SIZE):
     self.embedder = embedder
     self.batch_size = settings.check_batch_sentences("batch_size", batch_size)
     self.shard_size = checks.positive_int("shard_size", shard_size)
     self.width = embedder.loaded.hidden_size
     self.folder = None
-    if root:
-      self.folder = store_files.model_folder(root, store_files.describe_model(embedder))
+    if cache_dir:
+      self.folder = store_files.model_folder(cache_dir, store_files.describe_model(embedder))
     self._shards = {}
     self.encoded = 0  # sentences run through BERT by this object, for reports and tests
 

@@ -1,8 +1,8 @@
 """The embedding store's files: the one owner of their layout, for the store, the streamed fits and Beam.
 
-  <root>/<model key>/model.json             what the key stands for (`describe_model`)
-  <root>/<model key>/<quantity>/<shard>.npz  keys: S16 [k] (`sentence_keys`), sorted and distinct;
-                                             vectors: float32 [k, H]; both stored uncompressed (np.savez)
+  <cache_dir>/<model key>/model.json             what the key stands for (`describe_model`)
+  <cache_dir>/<model key>/<quantity>/<shard>.npz  keys: S16 [k] (`sentence_keys`), sorted and distinct;
+                                                  vectors: float32 [k, H]; both stored uncompressed (np.savez)
 
 The model key hashes the model's files (names, sizes, modification times), the vocabulary, do_lower_case and
 max_seq_length. A shard is named by a hash of its keys (`shard_name`), so a writer that repeats itself (a retried
@@ -97,9 +97,9 @@ def model_key(description):
   return hashlib.sha256(json.dumps(description, sort_keys=True).encode("utf-8")).hexdigest()[:32]
 
 
-def model_folder(root, description, fs=LOCAL):
-  """<root>/<model key> of a `describe_model` dict; writes its model.json there when missing."""
-  folder = fs.join(root, model_key(description))
+def model_folder(cache_dir, description, fs=LOCAL):
+  """<cache_dir>/<model key> of a `describe_model` dict; writes its model.json there when missing."""
+  folder = fs.join(cache_dir, model_key(description))
   info = fs.join(folder, INFO_FILE)
   if not fs.exists(info):
     with fs.create_atomically(info) as f:
@@ -128,7 +128,7 @@ def write_shard(folder, quantity, keys, vectors, fs=LOCAL):
   """Writes one shard of `quantity` atomically (replacing a shard of the same keys); returns its path.
 
   Args:
-    folder: str, a store folder (<root>/<model key>).
+    folder: str, a store folder (<cache_dir>/<model key>).
     quantity: str, e.g. "mean-3".
     keys: np.bytes_ S16 [k], sorted and distinct.
     vectors: float32 [k, H], finite.

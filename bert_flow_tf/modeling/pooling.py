@@ -84,7 +84,7 @@ def check_name(name):
   if match and int(match.group(2)) < 1:
     raise ValueError(f"{name}: N={int(match.group(2))} must be >= 1")
   if not match and name not in _fixed(1):
-    raise ValueError(f"unknown sentence_embedding_type {name!r}; allowed: {', '.join(POOLING_NAMES)} (N a number)")
+    raise ValueError(f"unknown pooling {name!r}; allowed: {', '.join(POOLING_NAMES)} (N a number)")
   return name
 
 

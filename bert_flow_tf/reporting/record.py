@@ -8,7 +8,7 @@ class ExperimentRecord:
 
   Attributes:
     model: str, the model's source (directory or preset name).
-    sentence_embedding_type: str, the pooling name as given; pooling_description: str, the pooling in words.
+    pooling: str, the pooling name as given; pooling_description: str, the pooling in words.
     flow_mode: str, "cached" or "faithful".
     target_sentences: str, what target fits read: "train+dev+test" or "train".
     has_custom: bool, the user's own data was evaluated (as the dataset "custom").
@@ -25,7 +25,7 @@ class ExperimentRecord:
       name -> float [N] on them ("gold", "none", each calibrated space; Figure 2); empty when not asked.
   """
   model: str
-  sentence_embedding_type: str
+  pooling: str
   pooling_description: str
   flow_mode: str
   target_sentences: str

@@ -53,7 +53,7 @@ TEXT_SPEC = tf.TensorSpec([None], tf.string)
 
 class Affine(tf.Module):
   """y = (x - center) W + offset: a calibration of calibration.baselines (whitening(-k), SN, NATSV are all affine),
-  chained by the SavedModels where a flow would be. Called as a flow is: `(y, None) = affine(x)`.
+  chained by the SavedModels where a Glow would be, and called as a Glow is: `(y, None) = affine(x)`.
 
   Args:
     method: str, the baseline's name ("whitening", "whitening-256", ...).
@@ -79,13 +79,14 @@ class Affine(tf.Module):
 class _IdsEmbedder(tf.Module):
   """BERT + pooling + optional flow on packed ids; the tokenizer-free SavedModel's root."""
 
-  def __init__(self, embedder, flow):
+  def __init__(self, embedder, calibration):
     super().__init__(name="ids_embedder")
     # The Keras layers sit in an untracked namespace and only their variables are tracked: saving a tracked
     # Keras layer would also trace and store every sublayer's call (slow, and nothing serving uses).
-    self._layers = types.SimpleNamespace(encoder=embedder.encoder, flow=flow,
+    self._layers = types.SimpleNamespace(encoder=embedder.encoder, calibration=calibration,
                                          pooling=embedder.pooling)
-    self.weights = list(embedder.encoder.variables) + ([] if flow is None else list(flow.variables))
+    self.weights = list(embedder.encoder.variables) + ([] if calibration is None else
+                                                       list(calibration.variables))
     # The vocab ships in assets/ so clients can tokenize; the settings they need to match it are variables.
     self.vocab_file = embedder.tokenizer.vocab_file
     self.do_lower_case = tf.Variable(embedder.tokenizer.do_lower_case, trainable=False,
@@ -96,9 +97,9 @@ class _IdsEmbedder(tf.Module):
     """Dict of int32 [B, S] -> float32 [B, D]: pooled encoder outputs, through the flow when there is one."""
     outputs = self._layers.encoder(inputs, training=False)
     x = pooling_lib.pool(self._layers.pooling, outputs, inputs["input_mask"])  # [B, D]
-    if self._layers.flow is None:
+    if self._layers.calibration is None:
       return x
-    z, _ = self._layers.flow(x, training=False)
+    z, _ = self._layers.calibration(x, training=False)
     return z
 
   @tf.function(input_signature=[_IDS_SPEC, _IDS_SPEC, _IDS_SPEC])
@@ -116,8 +117,8 @@ class TextEmbedder(_IdsEmbedder):
   variables = None
   trainable_variables = None
 
-  def __init__(self, embedder, flow, quantizer=None):
-    super().__init__(embedder, flow)
+  def __init__(self, embedder, calibration, quantizer=None):
+    super().__init__(embedder, calibration)
     self.tokenizer = embedder.tokenizer
     self.quantizer = quantizer  # serving.binary_search.GraphQuantizer: serve_text's extra outputs, or None
     self.variables = list(self.weights) + [self.do_lower_case, self.max_seq_length]
@@ -154,19 +155,22 @@ def check_version(version):
     raise ValueError(f"version must be an int >= 1 (a TF Serving version directory), got {version!r}")
 
 
-def export_models(embedder, flow, export_dir, version=1, overwrite=False, quantizer=None):
+def export_models(embedder, calibration, export_dir, version=1, overwrite=False, quantizer=None,
+                  truncation_order=None):
   """Writes the text and ids SavedModels and export_info.json under `export_dir`.
 
   Args:
     embedder: bert_flow_tf.embedding.embedder.SentenceEmbedder (its tokenizer, encoder, pooling, max_seq_length).
-    flow: a glow.Glow over width D = embedder.dim (its z is the embedding), an Affine over width D (a baseline
-      calibration), or None for the raw pooled vectors.
+    calibration: what the models chain after the pooling: a glow.Glow over width D = embedder.dim (its z is the
+      embedding), an Affine over width D (a baseline calibration), or None for the raw pooled vectors.
     export_dir: str. Base directory.
     version: int >= 1. TF Serving version directory name.
     overwrite: bool. Replace existing versions (SavedModels; a folder holding anything else is refused);
       otherwise an existing one is an error.
     quantizer: a serving.binary_search.GraphQuantizer, or None: the text model's serving_default also returns
       its outputs ("embeddings_int8", ...: the embeddings in sentence-transformers' quantized layouts).
+    truncation_order: int [D] or None, the calibration's truncation order (`calibration.truncation`), recorded in
+      export_info.json for an ExportedEncoder's truncate_dim.
 
   Returns:
     dict: "text" and "ids" (the SavedModel directories) and "info" (the JSON file).
@@ -176,33 +180,35 @@ def export_models(embedder, flow, export_dir, version=1, overwrite=False, quanti
     FileExistsError: a version directory exists and overwrite is False.
   """
   check_version(version)
-  if flow is not None and flow.dim != embedder.dim:
-    raise ValueError(f"flow width {flow.dim} != embedding width D={embedder.dim} "
+  if calibration is not None and calibration.dim != embedder.dim:
+    raise ValueError(f"flow width {calibration.dim} != embedding width D={embedder.dim} "
                      f"({embedder.pooling.describe()})")
   paths = {kind: os.path.join(export_dir, kind, str(version)) for kind in ("text", "ids")}
   for path in paths.values():
     if os.path.exists(path) and not overwrite:
       raise FileExistsError(f"{path} exists; pass overwrite=True or choose another version")
   warmup = warmup_module()
-  text = TextEmbedder(embedder, flow, quantizer)
+  text = TextEmbedder(embedder, calibration, quantizer)
   save_atomically(text, paths["text"], {"serving_default": text.serve_text,
                                          "similarity": text.serve_similarity},
                    warmup and warmup.text_model_logs())
-  ids = _IdsEmbedder(embedder, flow)
+  ids = _IdsEmbedder(embedder, calibration)
   save_atomically(ids, paths["ids"], {"serving_default": ids.serve_ids},
                    warmup and warmup.ids_model_logs(embedder.tokenizer))
   info_path = os.path.join(export_dir, INFO_FILE)
-  info = export_info(embedder, flow, version)
+  info = export_info(embedder, calibration, version)
   if quantizer:
     info["precisions"] = list(quantizer.precisions)
+  if truncation_order is not None:
+    info["truncation_order"] = [int(i) for i in truncation_order]
   io_utils.write_text(info_path, json.dumps(info, indent=2) + "\n")
   return dict(paths, info=info_path)
 
 
-def export_info(embedder, flow, version):
+def export_info(embedder, calibration, version):
   """The JSON-ready description written to export_info.json."""
   model = embedder.loaded
-  affine = isinstance(flow, Affine)
+  affine = isinstance(calibration, Affine)
   return {
       "model_source": str(model.source),
       "model_format": model.format,
@@ -211,10 +217,10 @@ def export_info(embedder, flow, version):
       "pooling_description": embedder.pooling.describe(),
       "max_seq_length": embedder.max_seq_length,
       "padding": "each batch to its longest sentence, capped at max_seq_length",
-      "dim": flow.output_dim if affine else embedder.dim,
-      "calibration": flow.method if affine else None if flow is None else "flow",
-      "flow": None if flow is None or affine else {"config": flow.config.to_dict(), "dim": flow.dim,
-                                                   "init": flow.init},
+      "dim": calibration.output_dim if affine else embedder.dim,
+      "calibration": calibration.method if affine else None if calibration is None else "flow",
+      "flow": None if calibration is None or affine else {
+          "config": calibration.config.to_dict(), "dim": calibration.dim, "init": calibration.init},
       "version": version,
       "signatures": {
           "text": {"serving_default": "sentences string [B] -> embeddings float32 [B, D]",

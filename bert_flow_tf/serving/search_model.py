@@ -24,11 +24,11 @@ from bert_flow_tf.serving import export as export_lib
 class SearchModel(tf.Module):
   """The text embedder and a corpus: queries -> top-k corpus sentences by cosine; the search SavedModel's root."""
 
-  def __init__(self, embedder, flow, corpus_vectors, corpus_sentences):
+  def __init__(self, embedder, calibration, corpus_vectors, corpus_sentences):
     super().__init__(name="search_model")
     # The text embedder untracked, its variables and tokenizer (vocab asset) tracked: saving it tracked would
     # also trace and store its own signatures, which this model does not serve.
-    text = export_lib.TextEmbedder(embedder, flow)
+    text = export_lib.TextEmbedder(embedder, calibration)
     self._text = types.SimpleNamespace(embedder=text)
     self.text_variables = list(text.variables)
     self.tokenizer = text.tokenizer
@@ -48,13 +48,15 @@ class SearchModel(tf.Module):
     return {"indices": top.indices, "scores": top.values, "sentences": tf.gather(self.sentences, top.indices)}
 
 
-def export_search_model(embedder, flow, corpus_vectors, corpus_sentences, export_dir, version=1, overwrite=False):
+def export_search_model(embedder, calibration, corpus_vectors, corpus_sentences, export_dir, version=1,
+                        overwrite=False):
   """Writes export_dir/search/<version>: the text model's embedding and the corpus, searched in the graph.
 
   Args:
     embedder: SentenceEmbedder, as `export_lib.export_models`.
-    flow: a glow.Glow or an export_lib.Affine over width D, or None.
-    corpus_vectors: float [M, D], the corpus's embeddings as this embedder and flow give them (normalised here).
+    calibration: a glow.Glow or an export_lib.Affine over width D, or None.
+    corpus_vectors: float [M, D], the corpus's embeddings as this embedder and calibration give them (normalised
+      here).
     corpus_sentences: list of M str.
     export_dir: str. Base directory.
     version: int >= 1.
@@ -71,7 +73,7 @@ def export_search_model(embedder, flow, corpus_vectors, corpus_sentences, export
   path = os.path.join(export_dir, "search", str(version))
   if os.path.exists(path) and not overwrite:
     raise FileExistsError(f"{path} exists; pass overwrite=True or choose another version")
-  model = SearchModel(embedder, flow, corpus_vectors, corpus_sentences)
+  model = SearchModel(embedder, calibration, corpus_vectors, corpus_sentences)
   warmup = export_lib.warmup_module()
   export_lib.save_atomically(model, path, {"serving_default": model.serve_search}, warmup and warmup.search_model_logs())
   return path

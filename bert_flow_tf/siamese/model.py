@@ -35,17 +35,17 @@ class SiameseModel(tf.Module):
 
   Args:
     loaded: loaders.LoadedModel.
-    sentence_embedding_type: str, a pooling name.
+    pooling: str, a pooling name.
     num_labels: int C; > 1 adds the classifier W [C, 3D].
     flow_model_config: str or None. A Glow config name; None for no flow.
     low_dim: int, 0 for none.
     seed: int, for W's initializer and the Glow's rotations.
   """
 
-  def __init__(self, loaded, sentence_embedding_type, num_labels, flow_model_config=None, low_dim=0, seed=0):
+  def __init__(self, loaded, pooling, num_labels, flow_model_config=None, low_dim=0, seed=0):
     super().__init__(name="siamese")
     self.encoder = loaded.encoder
-    self.pooling = pooling_lib.resolve(sentence_embedding_type, loaded.num_layers)
+    self.pooling = pooling_lib.resolve(pooling, loaded.num_layers)
     self.dim = self.pooling.output_dim(loaded.hidden_size)
     self.flow = None
     if flow_model_config is not None:

@@ -30,7 +30,7 @@ def _stsb(folder, rows=16):
 def test_an_experiment_with_the_analysis_writes_every_file(tmp_path):
   # No flow here (its fit costs seconds; the Table 6 flow rows are older than this test): "sn" stands in.
   out = tmp_path / "exp"
-  spec = ExperimentSpec(model=tiny_model(tmp_path / "model"), sentence_embedding_type="last-avg",
+  spec = ExperimentSpec(model=tiny_model(tmp_path / "model"), pooling="last-avg",
                         data_dir=str(_stsb(tmp_path / "data")), output_dir=str(out), max_seq_length=16,
                         fit_on=(), baselines=("sn",), analysis=True)
   [run] = run_experiments([spec])

@@ -51,7 +51,7 @@ def test_a_baseline_file_with_bad_arrays_is_refused_at_load(tmp_path, name, edit
   state = _state(name)
   edit(state)
   path = _write(tmp_path / calibrator.BASELINE_FILE, **state)
-  for load in (lambda: baselines.load_baseline(path), lambda: calibrator.load(str(tmp_path))):
+  for load in (lambda: baselines.load_baseline(path), lambda: calibrator.load_calibration(str(tmp_path))):
     with pytest.raises(errors.UserError, match=what) as refused:
       load()
     assert "\n" not in str(refused.value) and str(refused.value).startswith(path)

@@ -15,7 +15,7 @@ def test_baselines_are_the_affine_maps_they_export(method, tmp_path):
   new = rng.normal(size=[6, 8]) * 3.0
   np.testing.assert_allclose((new - center) @ kernel + offset, fitted.baseline.transform(new), atol=1e-9)
   fitted.save(str(tmp_path / "c"))
-  loaded = calibrator.load(str(tmp_path / "c"))
+  loaded = calibrator.load_calibration(str(tmp_path / "c"))
   assert loaded.method == method
   np.testing.assert_array_equal(loaded.transform(new), fitted.transform(new))
 

@@ -104,7 +104,7 @@ def test_mirrored_fit_resumes_and_equals_one_device_fit_and_loads_without_the_st
   flow, summary = flow_fitting.fit_flow(pairs, fit_config, str(tmp_path / "mirrored"))
   assert summary["num_steps"] == 6 and summary["steps_done"] == 6
   _assert_same_fit(summary, want, flow, flow_want, keys=("last_loss",))
-  loaded = fitted_flow.load(str(tmp_path / "mirrored"))
+  loaded = fitted_flow.load_glow(str(tmp_path / "mirrored"))
   x = np.random.default_rng(0).normal(size=(5, 16)).astype(np.float32)
   np.testing.assert_allclose(glow.transform(loaded, x), glow.transform(flow_want, x), atol=1e-4)
 
@@ -112,21 +112,21 @@ def test_mirrored_fit_resumes_and_equals_one_device_fit_and_loads_without_the_st
 @pytest.mark.slow  # each fit traces BERT and the Glow into a mirrored train step
 def test_static_shapes_and_xla_under_mirrored_equal_one_device(folder, fit_config, tmp_path, cpu_strategy):
   # max_seq_length 16: one static length, so XLA compiles once.
-  config = dataclasses.replace(fit_config, num_train_epochs=1.0)
-  flow_want, want = _one_device_fit(_embedder(folder, max_seq_length=16), config, str(tmp_path / "one_device"))
+  fit_config = dataclasses.replace(fit_config, num_train_epochs=1.0)
+  flow_want, want = _one_device_fit(_embedder(folder, max_seq_length=16), fit_config, str(tmp_path / "one_device"))
   pairs = _pairs(_embedder(folder, cpu_strategy, max_seq_length=16, use_xla=True))
   assert pairs.embedder.static_shapes and not pairs.on_host
-  flow, summary = flow_fitting.fit_flow(pairs, config, str(tmp_path / "xla"))
+  flow, summary = flow_fitting.fit_flow(pairs, fit_config, str(tmp_path / "xla"))
   assert summary["num_steps"] == 3
   _assert_same_fit(summary, want, flow, flow_want)
 
 
 @pytest.mark.slow  # each fit traces BERT and the Glow into a mirrored train step
 def test_mirrored_fit_with_dropout_runs_and_its_loss_falls(folder, fit_config, tmp_path, cpu_strategy):
-  config = dataclasses.replace(fit_config, num_train_epochs=4.0, batch_size=8, save_checkpoints_steps=100)
+  fit_config = dataclasses.replace(fit_config, num_train_epochs=4.0, batch_size=8, save_checkpoints_steps=100)
   # max_seq_length 16: one padded length, so one trace (the first test covers two lengths under the strategy).
-  flow, summary = flow_fitting.fit_flow(_pairs(_embedder(folder, cpu_strategy, dropout=0.1, max_seq_length=16)), config,
-                                    str(tmp_path / "dropout"))
+  pairs = _pairs(_embedder(folder, cpu_strategy, dropout=0.1, max_seq_length=16))
+  flow, summary = flow_fitting.fit_flow(pairs, fit_config, str(tmp_path / "dropout"))
   assert summary["num_steps"] == 11 and summary["complete"]
   assert np.isfinite(summary["last_loss"]) and summary["mean_loss_last_10pct"] < 0.5 * summary["first_loss"]
   assert all(np.isfinite(v.numpy()).all() for v in flow.trainable_variables)

@@ -20,12 +20,12 @@ def fixture_flow_dir(tmp_path):
   """A finished flow folder of a depth-2 Glow over width 8, as `fitted_flow.save` writes it."""
   config = tmp_path / "flow_config.json"
   config.write_text(json.dumps({"coupling_width": 4, "n_levels": 2, "depth": 2}))
-  fit = flow_fitting.FlowFitConfig(flow_model_config=str(config), seed=3)
+  fit_config = flow_fitting.FlowFitConfig(flow_model_config=str(config), seed=3)
   flow = glow.Glow(glow.GlowConfig.load(str(config)), DIM, seed=3)
   for variable in flow.trainable_variables:  # not the initial values: a restore that skips a variable shows
     variable.assign(np.random.default_rng(len(variable.name)).normal(size=variable.shape) * 0.1)
   folder = str(tmp_path / "flow")
-  fitted_flow.save(flow, folder, fit, {"complete": True, "steps_done": 1, "num_steps": 1})
+  fitted_flow.save(flow, folder, fit_config, {"complete": True, "steps_done": 1, "num_steps": 1})
   return folder, flow
 
 
@@ -41,7 +41,7 @@ def _edit(folder, edit):
 def test_an_untouched_flow_folder_loads_exactly(flow_dir):
   folder, flow = flow_dir
   x = np.random.default_rng(0).normal(size=[5, DIM]).astype(np.float32)
-  np.testing.assert_array_equal(glow.transform(fitted_flow.load(folder), x), glow.transform(flow, x))
+  np.testing.assert_array_equal(glow.transform(fitted_flow.load_glow(folder), x), glow.transform(flow, x))
 
 
 @pytest.mark.parametrize("field,value,what", [
@@ -53,7 +53,7 @@ def test_an_edited_flow_config_is_refused_naming_the_first_variable_that_differs
   folder, _ = flow_dir
   _edit(folder, lambda info: info["flow_config"].update({field: value}))
   with pytest.raises(errors.UserError, match=what) as refused:
-    fitted_flow.load(folder)
+    fitted_flow.load_glow(folder)
   message = str(refused.value)
   assert "\n" not in message and message.startswith(os.path.join(folder, "flow-1"))
 
@@ -63,9 +63,10 @@ def test_a_fit_checkpoint_with_the_optimizer_state_beside_the_flow_loads(tmp_pat
   x = np.random.default_rng(1).normal(size=[16, DIM]).astype(np.float32)
   config = tmp_path / "flow_config.json"
   config.write_text(json.dumps({"coupling_width": 4, "n_levels": 2, "depth": 1}))
-  fit = flow_fitting.FlowFitConfig(flow_model_config=str(config), batch_size=4)
-  flow, _ = flow_fitting.fit_flow(pair_sources.CachedPairs(x[:8], x[8:]), fit, str(tmp_path / "fit"))
-  np.testing.assert_array_equal(glow.transform(fitted_flow.load(str(tmp_path / "fit")), x), glow.transform(flow, x))
+  fit_config = flow_fitting.FlowFitConfig(flow_model_config=str(config), batch_size=4)
+  flow, _ = flow_fitting.fit_flow(pair_sources.CachedPairs(x[:8], x[8:]), fit_config, str(tmp_path / "fit"))
+  loaded = fitted_flow.load_glow(str(tmp_path / "fit"))
+  np.testing.assert_array_equal(glow.transform(loaded, x), glow.transform(flow, x))
 
 
 @pytest.mark.parametrize("text,what", [
@@ -81,7 +82,7 @@ def test_a_broken_flow_json_is_one_line_naming_it(flow_dir, text, what):
   path = os.path.join(folder, fitted_flow.INFO_FILE)
   with open(path, "wb") as f:
     f.write(text if isinstance(text, bytes) else text.encode("utf-8"))
-  for load in (fitted_flow.load, calibrator.load):
+  for load in (fitted_flow.load_glow, calibrator.load_calibration):
     with pytest.raises(errors.UserError, match=what) as refused:
       load(folder)
     assert "\n" not in str(refused.value) and str(refused.value).startswith(path)
@@ -91,5 +92,5 @@ def test_a_fit_section_that_is_not_a_fit_config_is_one_line(flow_dir):
   folder, _ = flow_dir
   _edit(folder, lambda info: info["fit"].update({"bogus": 1}))
   with pytest.raises(errors.UserError, match=r'"fit" is not a flow fit config') as refused:
-    calibrator.load(folder)
+    calibrator.load_calibration(folder)
   assert str(refused.value).startswith(os.path.join(folder, fitted_flow.INFO_FILE))

@@ -80,12 +80,12 @@ def test_resume_after_crash_ends_where_an_uninterrupted_run_ends(tmp_path, tiny_
     flow_fitting.fit_flow(_CrashingPairs(pairs, crash_at=8), tiny_config, str(tmp_path / "resumed"))
   assert tf.train.latest_checkpoint(str(tmp_path / "resumed")).endswith("ckpt-6")
   with pytest.raises(ValueError, match="did not finish"):
-    fitted_flow.load(str(tmp_path / "resumed"))
+    fitted_flow.load_glow(str(tmp_path / "resumed"))
   resumed, summary = flow_fitting.fit_flow(pairs, tiny_config, str(tmp_path / "resumed"))
   assert summary["steps_done"] == 12
   for a, b in zip(_variables(full), _variables(resumed)):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-  loaded = fitted_flow.load(str(tmp_path / "resumed"))
+  loaded = fitted_flow.load_glow(str(tmp_path / "resumed"))
   x = pairs.a[:5]
   np.testing.assert_allclose(glow.transform(loaded, x), glow.transform(full, x), atol=1e-5)
 
@@ -103,12 +103,12 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_config
     flow_fitting.fit_flow(pair_sources.CachedPairs(bad, pairs.b), tiny_config, str(tmp_path / "nan"))
   assert tf.train.latest_checkpoint(str(tmp_path / "nan")).endswith("ckpt-6")
   with pytest.raises(ValueError, match="did not finish"):
-    fitted_flow.load(str(tmp_path / "nan"))
+    fitted_flow.load_glow(str(tmp_path / "nan"))
 
 
 def test_ddi_init_runs_on_the_first_batch(tmp_path, tiny_config):
-  config = dataclasses.replace(tiny_config, init="ddi")
-  flow, summary = flow_fitting.fit_flow(_pairs(), config, str(tmp_path / "ddi"))
+  fit_config = dataclasses.replace(tiny_config, init="ddi")
+  flow, summary = flow_fitting.fit_flow(_pairs(), fit_config, str(tmp_path / "ddi"))
   assert bool(flow.initialized.numpy()) and np.isfinite(summary["last_loss"])
 
 
@@ -119,13 +119,13 @@ def test_too_few_pairs_for_one_step(tmp_path, tiny_config):
 
 def test_fitted_flow_check_names_what_differs(tiny_config, full_fit):
   provenance, flow_dir = PROVENANCE, full_fit[2]
-  info = fitted_flow.check(flow_dir, dim=16, fit=tiny_config, provenance={**provenance, "not_recorded": 1})
+  info = fitted_flow.check(flow_dir, dim=16, fit_config=tiny_config, provenance={**provenance, "not_recorded": 1})
   assert info["complete"] and info["provenance"] == provenance
   with pytest.raises(ValueError, match=r"\(dim, max_seq_length differ\): max_seq_length=32 \(the flow was fitted "
                                        r"with 64\); dim=8 \(the flow was fitted with 16\)"):
     fitted_flow.check(flow_dir, dim=8, provenance={**provenance, "max_seq_length": 32})
   with pytest.raises(ValueError, match=r"\(fit differ\): fit.learning_rate=0.5 \(the flow was fitted with 0.01\)$"):
-    fitted_flow.check(flow_dir, fit=dataclasses.replace(tiny_config, learning_rate=0.5))
+    fitted_flow.check(flow_dir, fit_config=dataclasses.replace(tiny_config, learning_rate=0.5))
 
 
 def test_fits_of_other_settings_in_one_process_equal_fits_with_new_objects(tmp_path, tiny_config):

@@ -67,23 +67,24 @@ def test_streamed_flow_fit_equals_the_in_memory_fit_on_the_same_order_of_pairs(s
   config_path = tmp_path / "tiny.json"
   config_path.write_text(json.dumps({"coupling": "additive", "coupling_width": 8, "n_levels": 2, "depth": 2,
                                      "permutation": True}))
-  config = flow_fitting.FlowFitConfig(flow_model_config=str(config_path), learning_rate=1e-2, batch_size=8,
-                                  save_checkpoints_steps=4, log_every_steps=2)
+  fit_config = flow_fitting.FlowFitConfig(flow_model_config=str(config_path), learning_rate=1e-2, batch_size=8,
+                                          save_checkpoints_steps=4, log_every_steps=2)
   streamed = store_stream.StreamedPairs(shards, shuffle_buffer=32)
-  flow_s, summary_s = flow_fitting.fit_flow(streamed, config, str(tmp_path / "streamed"))
+  flow_s, summary_s = flow_fitting.fit_flow(streamed, fit_config, str(tmp_path / "streamed"))
   num_steps = summary_s["num_steps"]
   # The same pairs in memory, placed so that the fit's own seeded order visits them in the stream's order
   # (one epoch: every row of the order is distinct).
-  ids = streamed.pair_ids(num_steps, config.batch_size, config.seed).ravel()
+  ids = streamed.pair_ids(num_steps, fit_config.batch_size, fit_config.seed).ravel()
   vectors = [shards.read(i) for i in range(len(shards))]
   a = np.stack([vectors[i >> 32][i & 0xFFFFFFFF] for i in ids])
   b = np.stack([vectors[i >> 32][pairs_lib.consecutive_pairs(len(vectors[i >> 32]))[1][(i & 0xFFFFFFFF) // 2]]
                 for i in ids])
-  order = order_lib.batch_order(len(streamed), config.batch_size, num_steps, config.seed).ravel()
+  order = order_lib.batch_order(len(streamed), fit_config.batch_size, num_steps, fit_config.seed).ravel()
   rows_a, rows_b = np.zeros([len(streamed), shards.dim], np.float32), np.zeros([len(streamed), shards.dim],
                                                                                np.float32)
   rows_a[order], rows_b[order] = a, b
-  flow_m, summary_m = flow_fitting.fit_flow(pair_sources.CachedPairs(rows_a, rows_b), config, str(tmp_path / "memory"))
+  flow_m, summary_m = flow_fitting.fit_flow(pair_sources.CachedPairs(rows_a, rows_b), fit_config,
+                                            str(tmp_path / "memory"))
   assert summary_m["num_steps"] == num_steps
   np.testing.assert_allclose(summary_s["first_loss"], summary_m["first_loss"], rtol=1e-6)
   np.testing.assert_allclose(summary_s["last_loss"], summary_m["last_loss"], rtol=1e-6)
@@ -94,14 +95,14 @@ def test_streamed_flow_fit_equals_the_in_memory_fit_on_the_same_order_of_pairs(s
 def test_a_streamed_fit_resumed_from_its_checkpoint_ends_where_an_uninterrupted_one_does(shards, tmp_path):
   config_path = tmp_path / "tiny.json"
   config_path.write_text(json.dumps({"coupling_width": 8, "n_levels": 2, "depth": 1}))
-  config = flow_fitting.FlowFitConfig(flow_model_config=str(config_path), batch_size=8, save_checkpoints_steps=3)
-  _, whole = flow_fitting.fit_flow(store_stream.StreamedPairs(shards, 32), config, str(tmp_path / "whole"))
-  short = flow_fitting.FlowFitConfig(**{**config.__dict__, "num_train_epochs": 0.5})
+  fit_config = flow_fitting.FlowFitConfig(flow_model_config=str(config_path), batch_size=8, save_checkpoints_steps=3)
+  _, whole = flow_fitting.fit_flow(store_stream.StreamedPairs(shards, 32), fit_config, str(tmp_path / "whole"))
+  short = flow_fitting.FlowFitConfig(**{**fit_config.__dict__, "num_train_epochs": 0.5})
   flow_fitting.fit_flow(store_stream.StreamedPairs(shards, 32), short, str(tmp_path / "resumed"))
   # The full fit resumes from the half-epoch run's last checkpoint (its step count is the full one's).
   with open(tmp_path / "resumed" / fitted_flow.INFO_FILE, encoding="utf-8") as f:
     assert json.load(f)["steps_done"] < whole["num_steps"]
-  _, resumed = flow_fitting.fit_flow(store_stream.StreamedPairs(shards, 32), config, str(tmp_path / "resumed"))
+  _, resumed = flow_fitting.fit_flow(store_stream.StreamedPairs(shards, 32), fit_config, str(tmp_path / "resumed"))
   assert resumed["last_loss"] == pytest.approx(whole["last_loss"], rel=1e-6)
 
 
@@ -141,9 +142,9 @@ def test_shards_restricted_to_keys_read_only_those_rows_in_their_order(tmp_path)
     store_stream.StoreShards(folder, everything.pooling, keys=store_lib.sentence_keys(["not stored"]))
 
 
-def _tiny_store(model_dir, root, shard_size=16384):
+def _tiny_store(model_dir, cache_dir, shard_size=16384):
   embedder = SentenceEmbedder(loaders.load_model(model_dir=model_dir), "first-last-avg", max_seq_length=16)
-  return EmbeddingStore(embedder, root, batch_size=8, shard_size=shard_size)
+  return EmbeddingStore(embedder, cache_dir, batch_size=8, shard_size=shard_size)
 
 
 def _check_counts_each_sentence_once(store, sentences):
@@ -170,9 +171,9 @@ import os, sys, time
 from bert_flow_tf import loaders
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
-model_dir, root, sentences, ready, go = sys.argv[1:]
+model_dir, cache_dir, sentences, ready, go = sys.argv[1:]
 embedder = SentenceEmbedder(loaders.load_model(model_dir=model_dir), "first-last-avg", max_seq_length=16)
-store = EmbeddingStore(embedder, root, batch_size=8, shard_size=7)
+store = EmbeddingStore(embedder, cache_dir, batch_size=8, shard_size=7)
 store.ensure([], ["mean-1", "mean-3"], show_progress=False)   # opens the store: what it holds now
 open(ready, "w").close()
 while not os.path.exists(go):
@@ -184,13 +185,13 @@ with open(sentences, encoding="utf-8") as f:
 
 def test_two_processes_filling_one_store_with_shared_sentences_count_each_once(tmp_path):
   model_dir = tiny_runs.tiny_model_dir(tmp_path)
-  root = str(tmp_path / "store")
+  cache_dir = str(tmp_path / "store")
   halves = [SENTENCES[:15], SENTENCES[8:]]                       # 7 sentences in both
   procs = []
   for i, half in enumerate(halves):
     (tmp_path / f"s{i}.txt").write_text("\n".join(half), encoding="utf-8")
     procs.append(subprocess.Popen(
-        [sys.executable, "-c", _FILL, model_dir, root, str(tmp_path / f"s{i}.txt"), str(tmp_path / f"ready{i}"),
+        [sys.executable, "-c", _FILL, model_dir, cache_dir, str(tmp_path / f"s{i}.txt"), str(tmp_path / f"ready{i}"),
          str(tmp_path / "go")], cwd=tiny_runs.REPO, env=dict(os.environ, PYTHONPATH=tiny_runs.REPO),
         stderr=subprocess.PIPE, text=True))
   deadline = time.time() + 300
@@ -201,7 +202,7 @@ def test_two_processes_filling_one_store_with_shared_sentences_count_each_once(t
   for p in procs:
     _, err = p.communicate(timeout=300)
     assert p.returncode == 0, err[-3000:]
-  store = _tiny_store(model_dir, root)
+  store = _tiny_store(model_dir, cache_dir)
   stored = np.concatenate([store_lib.read_keys(p) for p in store_lib.shard_paths(store.folder, "mean-1")])
   assert len(stored) > len(set(stored.tolist())) == len(set(SENTENCES))   # the shared sentences are stored twice
   _check_counts_each_sentence_once(store, SENTENCES)
@@ -210,8 +211,8 @@ def test_two_processes_filling_one_store_with_shared_sentences_count_each_once(t
 
 def test_a_re_encoded_corrupt_shard_of_one_quantity_still_pairs_with_the_other(tmp_path):
   model_dir = tiny_runs.tiny_model_dir(tmp_path)
-  root = str(tmp_path / "store")
-  store = _tiny_store(model_dir, root, shard_size=6)
+  cache_dir = str(tmp_path / "store")
+  store = _tiny_store(model_dir, cache_dir, shard_size=6)
   store.ensure(SENTENCES, ["mean-1", "mean-3"], show_progress=False)
   corrupt = store_lib.shard_paths(store.folder, "mean-1")[1]
   lost = store_lib.read_keys(corrupt)
@@ -220,7 +221,7 @@ def test_a_re_encoded_corrupt_shard_of_one_quantity_still_pairs_with_the_other(t
     byte = f.read(1)
     f.seek(-1, os.SEEK_CUR)
     f.write(bytes([byte[0] ^ 0x10]))
-  fresh = _tiny_store(model_dir, root, shard_size=6)
+  fresh = _tiny_store(model_dir, cache_dir, shard_size=6)
   # Some of the lost sentences first, then all: mean-1 gets shards that mean-3 has under other names.
   lost_sentences = [s for s in sorted(set(SENTENCES)) if store_lib.sentence_keys([s])[0] in lost.tolist()]
   fresh.ensure(lost_sentences[:2], ["mean-1", "mean-3"], show_progress=False)

@@ -22,8 +22,8 @@ def embedder(model, name, max_seq_length=16):
   return SentenceEmbedder(model, name, max_seq_length=max_seq_length)
 
 
-def shards(root):
-  return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs
+def shards(cache_dir):
+  return sorted(os.path.relpath(os.path.join(d, f), cache_dir) for d, _, fs in os.walk(cache_dir) for f in fs
                 if f.endswith(".npz"))
 
 
@@ -66,37 +66,37 @@ def test_several_poolings_in_one_pass(tmp_path, model):
 
 
 def test_corrupt_or_non_finite_shards_are_rebuilt(tmp_path, model, caplog):
-  root = tmp_path / "store"
-  store = EmbeddingStore(embedder(model, "last-avg"), str(root), batch_size=4)
+  cache_dir = tmp_path / "store"
+  store = EmbeddingStore(embedder(model, "last-avg"), str(cache_dir), batch_size=4)
   want = store.vectors(SENTENCES, pooling_lib.resolve("last-avg", 3))
-  (path,) = [root / s for s in shards(root)]
+  (path,) = [cache_dir / s for s in shards(cache_dir)]
   first_value = store_files.shard_member(path, "vectors").offset     # its lowest byte: flipped, still finite
 
   def flip(data):
     return data[:first_value] + bytes([data[first_value] ^ 1]) + data[first_value + 1:]
 
   for corrupt in (lambda data: b"not a zip file", lambda data: data[:len(data) // 2], flip):  # garbage; a kill; a bit
-    (path,) = [root / s for s in shards(root)]
+    (path,) = [cache_dir / s for s in shards(cache_dir)]
     path.write_bytes(corrupt(path.read_bytes()))
     caplog.clear()
-    fresh = EmbeddingStore(embedder(model, "last-avg"), str(root), batch_size=4)
+    fresh = EmbeddingStore(embedder(model, "last-avg"), str(cache_dir), batch_size=4)
     np.testing.assert_array_equal(fresh.vectors(SENTENCES, pooling_lib.resolve("last-avg", 3)), want)
     assert fresh.encoded == len(set(SENTENCES)) and "unreadable" in caplog.text
-  (path,) = [root / s for s in shards(root)]
+  (path,) = [cache_dir / s for s in shards(cache_dir)]
   with np.load(path) as f:
     keys, vectors = f["keys"], f["vectors"]
   np.savez(path, keys=keys, vectors=np.full_like(vectors, np.nan))
-  fresh = EmbeddingStore(embedder(model, "last-avg"), str(root), batch_size=4)
+  fresh = EmbeddingStore(embedder(model, "last-avg"), str(cache_dir), batch_size=4)
   np.testing.assert_array_equal(fresh.vectors(SENTENCES, pooling_lib.resolve("last-avg", 3)), want)
   assert fresh.encoded == len(set(SENTENCES)) and "finite" in caplog.text
 
 
 def test_ensure_stores_the_vectors_and_a_store_on_disk_holds_only_keys(tmp_path, model):
-  root = str(tmp_path / "store")
-  store = EmbeddingStore(embedder(model, "last-avg"), root, batch_size=4, shard_size=10)
+  cache_dir = str(tmp_path / "store")
+  store = EmbeddingStore(embedder(model, "last-avg"), cache_dir, batch_size=4, shard_size=10)
   assert store.ensure(SENTENCES, ["mean-3"]) is None
-  assert store.encoded == len(set(SENTENCES)) and len(shards(root)) == -(-len(set(SENTENCES)) // 10)
-  fresh = EmbeddingStore(embedder(model, "last-avg"), root, batch_size=4)
+  assert store.encoded == len(set(SENTENCES)) and len(shards(cache_dir)) == -(-len(set(SENTENCES)) // 10)
+  fresh = EmbeddingStore(embedder(model, "last-avg"), cache_dir, batch_size=4)
   fresh.ensure(SENTENCES[::-1], ["mean-3"])
   assert fresh.encoded == 0
   assert all(isinstance(source, str) for source in fresh._quantity("mean-3").sources)  # shard paths, no vectors
@@ -105,8 +105,8 @@ def test_ensure_stores_the_vectors_and_a_store_on_disk_holds_only_keys(tmp_path,
 
 
 def test_a_killed_encoding_keeps_its_finished_shards(tmp_path, model):
-  root = str(tmp_path / "store")
-  store = EmbeddingStore(embedder(model, "last-avg"), root, batch_size=4, shard_size=10)
+  cache_dir = str(tmp_path / "store")
+  store = EmbeddingStore(embedder(model, "last-avg"), cache_dir, batch_size=4, shard_size=10)
   calls = []
   real = store.embedder.encode_quantities
 
@@ -119,8 +119,8 @@ def test_a_killed_encoding_keeps_its_finished_shards(tmp_path, model):
   store.embedder.encode_quantities = dies_on_the_third_shard
   with pytest.raises(KeyboardInterrupt):
     store.get(SENTENCES, ["mean-3"])
-  assert len(shards(root)) == 2
-  rerun = EmbeddingStore(embedder(model, "last-avg"), root, batch_size=4, shard_size=10)
+  assert len(shards(cache_dir)) == 2
+  rerun = EmbeddingStore(embedder(model, "last-avg"), cache_dir, batch_size=4, shard_size=10)
   rerun.get(SENTENCES, ["mean-3"])
   assert rerun.encoded == len(set(SENTENCES)) - 20
 

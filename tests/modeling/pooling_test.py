@@ -41,7 +41,7 @@ def test_check_name_accepts_names_for_some_model(name):
   assert pooling.check_name(name) == name
 
 
-@pytest.mark.parametrize("bad, message", [("mean", "unknown sentence_embedding_type 'mean'; allowed: last-avg"),
+@pytest.mark.parametrize("bad, message", [("mean", "unknown pooling 'mean'; allowed: last-avg"),
                                           ("avg-last-0", "N=0 must be >= 1"), ("last-3avg", "avg-last-N")])
 def test_check_name_rejects_naming_the_allowed(bad, message):
   with pytest.raises(ValueError, match=message):

@@ -10,7 +10,7 @@ from bert_flow_tf.reporting.record import ExperimentRecord
 
 def _record(**changes):
   fields = dict(
-      model="m", sentence_embedding_type="last2avg", pooling_description="last2avg: mean of layers 11, 12",
+      model="m", pooling="last2avg", pooling_description="last2avg: mean of layers 11, 12",
       flow_mode="cached", target_sentences="train", has_custom=False,
       scores=[scores.Score("STS-B", "none", None, "spearman", None, 47.29),
               scores.Score("STS-B", "flow", "target", "spearman", None, 50.125)],
