@@ -105,8 +105,12 @@ def trace_settings(flow, optimizer):
   Returns:
     dict; two (Glow, optimizer) pairs whose settings are equal can share one trace.
   """
-  glow = {k: v for k, v in flow.get_config().items() if k not in ("name", "seed")}
-  return {"glow": glow, "optimizer": optimizer_settings(optimizer)}
+  return {"glow": glow_settings(flow), "optimizer": optimizer_settings(optimizer)}
+
+
+def glow_settings(flow):
+  """The Glow's part of `trace_settings`: its `get_config()` but its seed and name."""
+  return {k: v for k, v in flow.get_config().items() if k not in ("name", "seed")}
 
 
 def optimizer_settings(optimizer):
@@ -148,7 +152,7 @@ class ReusableTrainStep:
     self.optimizer = type(optimizer).from_config(optimizer.get_config())
     self.optimizer.build(self.flow.trainable_variables)
     self.settings = trace_settings(self.flow, self.optimizer)
-    self._step = None
+    self._step = self._concrete = None
 
   def reset(self, flow, optimizer):
     """Starts a new fit from the variables of `flow` and a new `optimizer` (not built: its moments are the zeros
@@ -177,7 +181,9 @@ class ReusableTrainStep:
     """One step on the pairs a, b float32 [B, D]; returns the loss (bits/dim, before the update)."""
     if self._step is None:
       self._step = make_train_step(self.flow, self.optimizer, pairs=True)
-    return self._step(a, b)
+      # Called directly, the traced graph skips tf.function's per-call signature lookup (same graph, same numbers).
+      self._concrete = self._step.get_concrete_function()
+    return self._concrete(a, b)
 
   def tracing_count(self):
     """How many times the step was traced (1 after the first call, whatever the number of fits)."""

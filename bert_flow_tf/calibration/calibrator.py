@@ -27,6 +27,7 @@ from absl import logging
 import glow
 from bert_flow_tf.evaluation import isotropy as isotropy_lib
 from bert_flow_tf.calibration import baselines
+from bert_flow_tf.calibration import decompositions
 from bert_flow_tf.calibration import fitted_flow
 from bert_flow_tf.calibration import flow_fitting
 from bert_flow_tf.calibration import int8_ranges
@@ -189,6 +190,24 @@ def fit(method, x, fit_config=None):
   with tempfile.TemporaryDirectory(prefix="bert-flow-") as tmp:
     flow, summary = flow_fitting.fit_flow(pairs, fit_config, tmp, provenance=provenance)
   return _with_ranges(FlowCalibration(flow, fit_config, summary), x)
+
+
+def fit_baselines(methods, x):
+  """`fit(method, x)` for each baseline method on the same vectors x float [N >= 2, D], the same fitted values, but
+  what several of them decompose alike computed once (`decompositions.Shared`: one SVD for whitening and
+  whitening-k, one eigendecomposition for every natsv-k, one SN and one for every sn+natsv-k).
+
+  x may also be a `store_stream.StoreShards`: each is then fitted by `fit` from the store.
+
+  Returns:
+    list of BaselineCalibration, in the order of `methods`.
+  """
+  if isinstance(x, store_stream.StoreShards):
+    return [fit(method, x) for method in methods]
+  x, shared = np.asarray(x, np.float32), decompositions.Shared()
+  if x.ndim != 2 or len(x) < 2:
+    raise ValueError(f"a calibration is fitted on sentence vectors [N >= 2, D], got shape {x.shape}")
+  return [_with_ranges(BaselineCalibration(baselines.make_baseline(method).fit(x, shared)), x) for method in methods]
 
 
 def load_calibration(folder, flow_info=None):
