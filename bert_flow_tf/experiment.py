@@ -173,7 +173,7 @@ class Experiment:
     if c.baselines:
       fit_x = stored if c.fit_from_store else np.concatenate(fit_vectors)
       with self.timer.stage("fit baselines"):
-        out += [(b.method, "target", b) for b in (calibrator.fit(name, fit_x) for name in c.baselines)]
+        out += [(b.method, "target", b) for b in calibrator.fit_baselines(c.baselines, fit_x)]
     return out, fit_isotropy
 
   # -- evaluation --------------------------------------------------------------------------------------------

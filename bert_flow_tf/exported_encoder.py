@@ -20,6 +20,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from bert_flow_tf.calibration import truncation
 from bert_flow_tf.embedding import settings
 from bert_flow_tf.serving import binary_search
 from bert_flow_tf.serving import export
@@ -83,6 +84,8 @@ class ExportedEncoder(st_api.StApi):
 
   Attributes:
     info: dict, export_info.json (model, pooling, max_seq_length, flow, dim).
+    truncation_order: int32 [D] or None, the dimensions `truncate_dim` keeps first (the calibration's, recorded
+      in export_info.json; `calibration.truncation`).
     text_model: the loaded text SavedModel.
     search_model: the loaded search SavedModel, or None when the export has no corpus.
     binary_search_model: the loaded binary search SavedModel (serving.binary_search), or None.
@@ -93,6 +96,9 @@ class ExportedEncoder(st_api.StApi):
     self.version = latest_version(export_dir) if version is None else version
     with open(os.path.join(export_dir, export.INFO_FILE), encoding="utf-8") as f:
       self.info = json.load(f)
+    order = self.info.get("truncation_order")
+    self.truncation_order = None if order is None else truncation.checked(
+        order, self.dim, os.path.join(export_dir, export.INFO_FILE))
     self.text_model = load_text_model(os.path.join(export_dir, "text", str(self.version)))
     search_dir = os.path.join(export_dir, "search", str(self.version))
     self.search_model = tf.saved_model.load(search_dir) if os.path.isdir(search_dir) else None

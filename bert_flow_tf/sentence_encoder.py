@@ -101,9 +101,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     self.truncate_dim = truncate_dim
     self.similarity_fn_name = similarity_fn_name or (st and st.similarity_fn_name) or None
     self.normalize = bool(st and st.normalize) if normalize is None else bool(normalize)
-    self.calibration = None
-    if calibration is not None:
-      self._set_calibration(calibration)
+    self._set_calibration(calibration)
 
   @classmethod
   def from_pretrained(cls, model=presets.DEFAULT, pooling=None, max_seq_length=None,
@@ -125,7 +123,8 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
       batch_size: int, sentences per encoding batch.
       cache_dir: str or None, see the class.
       prompts: dict name -> str or None (the folder's); default_prompt_name: str or None.
-      truncate_dim: int or None, `encode` keeps the first truncate_dim dimensions (after the calibration).
+      truncate_dim: int or None, `encode` keeps truncate_dim dimensions after the calibration (the first; a flow's:
+        those of largest variance on its fit sentences, `calibration.truncation`).
       similarity_fn_name: "cosine" (default), "dot", "euclidean" or "manhattan".
       **load_kwargs: passed to loaders.load_model (do_lower_case, vocab_file, ...).
 
@@ -135,6 +134,11 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     return cls(model, batch_size=batch_size, cache_dir=cache_dir, prompts=prompts,
                default_prompt_name=default_prompt_name, truncate_dim=truncate_dim,
                similarity_fn_name=similarity_fn_name, pooling=pooling, max_seq_length=max_seq_length, **load_kwargs)
+
+  @property
+  def truncation_order(self):
+    """int32 [D] or None: the dimensions `truncate_dim` keeps first (its calibration's; `calibration.truncation`)."""
+    return None if self.calibration is None else self.calibration.truncation_order
 
   @property
   def dim(self):
@@ -159,8 +163,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     self.__dict__.pop("fingerprint", None)
 
   def tokenize(self, texts):
-    """The model's inputs for `texts` (str or list of str), packed to the longest: dict packing.INPUT_NAMES ->
-    tf.int32 [n, S]."""
+    """The model's inputs for `texts` (str or list), packed to the longest: dict packing.INPUT_NAMES -> int32 [n, S]."""
     texts = st_api.texts_of(texts) or []
     pieces = self.embedder.tokenizer.tokenize(tf.constant(texts, tf.string))
     return packing.pack_to_longest(self.embedder.tokenizer, pieces)
@@ -174,10 +177,8 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     return self.embedder.token_outputs(texts, batch_size)
 
   def encode_raw(self, sentences, batch_size=None, show_progress_bar=None):
-    """The pooled BERT vectors before any calibration: a list of n str -> np.float32 [n, D] (the pooling's D).
-
-    Warns once per call when sentences were cut to max_seq_length tokens.
-    """
+    """The pooled BERT vectors before any calibration: a list of n str -> np.float32 [n, D] (the pooling's D); warns
+    once per call when sentences were cut to max_seq_length tokens."""
     sentences = list(sentences)
     for i, sentence in enumerate(sentences):
       if not isinstance(sentence, str):

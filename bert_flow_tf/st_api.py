@@ -9,8 +9,10 @@
   dim: int, D
 
 `encode` runs, as sentence-transformers does: prompt + text -> vectors -> unit length when the model ends with a
-Normalize (`normalize`) -> the first truncate_dim dimensions -> unit length (normalize_embeddings) -> precision.
-The calibration (a flow, whitening) comes before all of them: truncate_dim cuts the calibrated vector.
+Normalize (`normalize`) -> truncate_dim dimensions -> unit length (normalize_embeddings) -> precision.
+The calibration (a flow, whitening) comes before all of them: truncate_dim cuts the calibrated vector, keeping its
+first truncate_dim dimensions, or for a calibration with a truncation order (a flow) those it orders first
+(`calibration.truncation`).
 
 Legend: n = sentences, D = width, S_i = the tokens of sentence i.
 """
@@ -24,6 +26,7 @@ from bert_flow_tf import quantization
 from bert_flow_tf import search
 from bert_flow_tf import similarity as similarity_lib
 from bert_flow_tf.calibration import int8_ranges
+from bert_flow_tf.calibration import truncation
 from bert_flow_tf.utils import progress
 
 OUTPUT_VALUES = ("sentence_embedding", "token_embeddings", None)
@@ -66,13 +69,15 @@ class StApi:
   """sentence-transformers' calls over the hooks of the module notes.
 
   Attributes the class may set: prompts (dict name -> str), default_prompt_name (str or None), truncate_dim (int or
-  None), normalize (bool: the model ends with a Normalize), similarity_fn_name ("cosine" (default), "dot",
+  None), truncation_order (int32 [D] or None: the dimensions truncate_dim keeps first, `calibration.truncation`),
+  normalize (bool: the model ends with a Normalize), similarity_fn_name ("cosine" (default), "dot",
   "euclidean" or "manhattan"; bert_flow_tf.similarity).
   """
 
   prompts = {}
   default_prompt_name = None
   truncate_dim = None
+  truncation_order = None
   normalize = False
   _similarity_fn_name = None
 
@@ -149,8 +154,7 @@ class StApi:
     x = self._embed(texts, batch_size, show_progress_bar)
     if model_normalize and self.normalize:
       x = search.normalize(x)
-    if truncate_dim:
-      x = x[:, :truncate_dim]
+    x = x[:, truncation.kept(self.truncation_order, truncate_dim, x.shape[1])]
     return search.normalize(x) if normalize_embeddings else x
 
   def encode(self, sentences, prompt_name=None, prompt=None, batch_size=None, show_progress_bar=None,
@@ -172,7 +176,8 @@ class StApi:
       convert_to_tensor: bool, one tf.Tensor (wins over convert_to_numpy).
       device: None, or one device ("cpu", "gpu:0", "/GPU:0") to run on.
       normalize_embeddings: bool, unit length after truncate_dim.
-      truncate_dim: int or None (the object's truncate_dim): keep the first truncate_dim dimensions.
+      truncate_dim: int or None (the object's truncate_dim): keep truncate_dim dimensions (the first, or a flow's
+        of largest variance: `calibration.truncation`).
       pool, chunk_size: multi-process encoding; only None is accepted.
       **kwargs: `task` is accepted and ignored (no Router module here); anything else is refused.
 
@@ -240,7 +245,7 @@ class StApi:
 
   @contextlib.contextmanager
   def truncate_sentence_embeddings(self, truncate_dim):
-    """Within the `with` block, `encode` keeps the first `truncate_dim` dimensions (None: all)."""
+    """Within the `with` block, `encode` keeps `truncate_dim` dimensions, as `truncate_dim` does (None: all)."""
     before, self.truncate_dim = self.truncate_dim, truncate_dim
     try:
       yield

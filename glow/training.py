@@ -45,7 +45,7 @@ def loss_and_gradients(glow_model, batches, weight=None, global_batch_size=None)
     global_batch_size: int or None, as `nll_loss`.
 
   Returns:
-    (loss float32 scalar in bits/dim, gradients: one per `flow.trainable_variables`).
+    (loss float32 scalar in bits/dim, gradients: one per `glow_model.trainable_variables`).
   """
   with tf.GradientTape() as tape:
     nlls = [glow_model.nll(x, training=True) for x in batches]
@@ -105,8 +105,12 @@ def trace_settings(glow_model, optimizer):
   Returns:
     dict; two (Glow, optimizer) pairs whose settings are equal can share one trace.
   """
-  glow = {k: v for k, v in glow_model.get_config().items() if k not in ("name", "seed")}
-  return {"glow": glow, "optimizer": optimizer_settings(optimizer)}
+  return {"glow": glow_settings(glow_model), "optimizer": optimizer_settings(optimizer)}
+
+
+def glow_settings(glow_model):
+  """The Glow's part of `trace_settings`: its `get_config()` but its seed and name."""
+  return {k: v for k, v in glow_model.get_config().items() if k not in ("name", "seed")}
 
 
 def optimizer_settings(optimizer):
@@ -148,7 +152,7 @@ class ReusableTrainStep:
     self.optimizer = type(optimizer).from_config(optimizer.get_config())
     self.optimizer.build(self.glow_model.trainable_variables)
     self.settings = trace_settings(self.glow_model, self.optimizer)
-    self._step = None
+    self._step = self._concrete = None
 
   def reset(self, glow_model, optimizer):
     """Starts a new fit from the variables of `glow_model` and a new `optimizer` (not built: its moments are the zeros
@@ -177,7 +181,9 @@ class ReusableTrainStep:
     """One step on the pairs a, b float32 [B, D]; returns the loss (bits/dim, before the update)."""
     if self._step is None:
       self._step = make_train_step(self.glow_model, self.optimizer, pairs=True)
-    return self._step(a, b)
+      # Called directly, the traced graph skips tf.function's per-call signature lookup (same graph, same numbers).
+      self._concrete = self._step.get_concrete_function()
+    return self._concrete(a, b)
 
   def tracing_count(self):
     """How many times the step was traced (1 after the first call, whatever the number of fits)."""

@@ -1,14 +1,17 @@
 """Serves one export from two TensorFlow versions as the model server would, and compares the embeddings.
 
 Exports MiniLM (`--model_dir`, `--pooling`, max_seq_length 64) with a Glow whose ActNorms are data-initialized on
-the test sentences (or takes `--export_dir`, an existing export), then, in a fresh process of this Python (TF
-2.21) and of `--other_python` (e.g. the TF 2.20 venv of scripts/tf220_venv.sh):
+the test sentences, and a binary search model (`binary_search/1`) over the test sentences, cut to the half of the
+flow's dimensions of largest variance (or takes `--export_dir`, an existing export, searched when it holds
+binary_search/1), then, in a fresh process of this Python (TF 2.21) and of `--other_python` (e.g. the TF 2.20 venv
+of scripts/tf220_venv.sh):
   * runs scripts/check_servable.py (so core ops are checked against each version's op registry);
   * loads both SavedModels with the TF1 session loader on `serve` and feeds them through the signature tensor
     names (bert_flow_tf.serving.session_loader; tensorflow_text imported for the text model only).
 Prints one JSON object: each Python's versions, the audit results, and the largest |difference| of every output
-between the two versions and, for a fresh export, against the in-process SentenceEmbedder + flow. Exit status 1
-when an audit fails or a difference exceeds --tolerance (default 1e-5).
+between the two versions (string outputs: 0 when equal, inf when not) and, for a fresh export, against the
+in-process SentenceEmbedder + flow (the search: against `quantized_search.search_codes` of the same vectors). Exit
+status 1 when an audit fails or a difference exceeds --tolerance (default 1e-5).
 
 Usage: python scripts/serving_across_versions.py --other_python ~/.cache/bert-flow-tf-tf220/bin/python
 """
@@ -27,9 +30,13 @@ sys.path.insert(0, REPO)
 
 # pylint: disable=wrong-import-position
 from bert_flow_tf import loaders
+from bert_flow_tf import quantized_search
+from bert_flow_tf.calibration import int8_ranges
+from bert_flow_tf.calibration import truncation
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.modeling.tokenizer import BertTokenizer
+from bert_flow_tf.serving import binary_search
 from bert_flow_tf.serving import export
 from glow.model import Glow
 # pylint: enable=wrong-import-position
@@ -39,6 +46,7 @@ SENTENCES = ["A man is playing a guitar.", "A woman slices an onion.", "",
              "word " * 80, "Hi.", "The stock market fell sharply on Monday after the report.",
              "A child is riding a horse.", "Two men are playing chess in the park.", "一个男人在弹吉他。",
              "Ünïcödé ßtraße ΣΟΦΊΑ naïve résumé"]
+SEARCH = {"queries": ["A man plays the guitar.", "dogs in the snow", ""], "k": 3, "candidates": 6}
 
 
 def _run(python, args):
@@ -48,14 +56,27 @@ def _run(python, args):
 
 
 def export_fresh(model_dir, pooling, export_dir):
-  """Exports the model + a DDI Glow; returns (tokenizer ids of SENTENCES, in-process embeddings [n, D])."""
+  """Exports the model + a DDI Glow, and the binary search over SENTENCES; returns (tokenizer ids of SENTENCES,
+  in-process embeddings [n, D], in-process search {"indices": [q, k], "scores": [q, k]})."""
   embedder = SentenceEmbedder(loaders.load_model(model_dir), pooling, max_seq_length=64)
-  raw = EmbeddingStore(embedder).vectors(SENTENCES, embedder.pooling_spec, show_progress=False)
+  store = EmbeddingStore(embedder)
+  raw = store.vectors(SENTENCES, embedder.pooling_spec, show_progress=False)
   flow = Glow.from_config("config_l3_d3_w32", dim=embedder.dim, init="ddi", seed=0)
   flow.data_init(tf.constant(raw))
   export.export_models(embedder, flow, export_dir, version=1)
   ids = {k: v.numpy().tolist() for k, v in embedder.tokenizer(tf.constant(SENTENCES)).items()}
-  return ids, flow(tf.constant(raw), training=False)[0].numpy()
+  z = flow(tf.constant(raw), training=False)[0].numpy()
+  ranges = int8_ranges.fit_ranges(z)
+  dims = truncation.kept_indices(truncation.fit_order(ranges), embedder.dim // 2, embedder.dim)
+  binary_search.export_binary_search(embedder, flow, [(SENTENCES, z[:, dims])], len(SENTENCES), ranges[:, dims],
+                                     export_dir, dims=dims)
+  queries = store.vectors(SEARCH["queries"], embedder.pooling_spec, show_progress=False)
+  q = flow(tf.constant(queries), training=False)[0].numpy()[:, dims]
+  hits = quantized_search.search_codes(q, quantized_search.CorpusCodes.of(z[:, dims], ranges[:, dims]),
+                                       SEARCH["k"], SEARCH["candidates"])
+  search = {"indices": np.array([[h["corpus_id"] for h in row] for row in hits]),
+            "scores": np.array([[h["score"] for h in row] for row in hits])}
+  return ids, z, search
 
 
 def tokenize_with_export(export_dir):
@@ -78,13 +99,16 @@ def serve_in(python, export_dir, ids, workdir, tag):
                     "inputs": {"sentences_a": SENTENCES, "sentences_b": SENTENCES[1:] + SENTENCES[:1]}}],
           "ids": [{"saved_model": os.path.join(export_dir, "ids", "1"), "signature": "serving_default",
                    "inputs": ids}]}
+  if os.path.isdir(os.path.join(export_dir, binary_search.KIND, "1")):
+    runs[binary_search.KIND] = [{"saved_model": os.path.join(export_dir, binary_search.KIND, "1"),
+                                 "signature": "serving_default", "inputs": SEARCH}]
   for kind, requests in runs.items():
     requests_json = os.path.join(workdir, f"{tag}-{kind}.json")
     out = os.path.join(workdir, f"{tag}-{kind}.npz")
     with open(requests_json, "w", encoding="utf-8") as f:
       json.dump(requests, f)
     result = _run(python, ["-m", "bert_flow_tf.serving.session_loader"]
-                  + (["--tensorflow_text"] if kind == "text" else []) + [requests_json, out])
+                  + (["--tensorflow_text"] if kind != "ids" else []) + [requests_json, out])
     if result.returncode != 0:
       raise RuntimeError(f"{python}: the session loader failed on the {kind} model:\n{result.stderr[-3000:]}")
     with np.load(out) as arrays:
@@ -101,6 +125,13 @@ def serve_in(python, export_dir, ids, workdir, tag):
   return summary, {k: v for k, v in outputs.items() if k.split("/")[1][0].isdigit()}
 
 
+def max_abs_diff(a, b):
+  """Largest |a - b| of two outputs; string outputs: 0.0 when equal, inf when not."""
+  if a.dtype.kind in "SUO":
+    return 0.0 if a.shape == b.shape and np.all(a == b) else float("inf")
+  return float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max())
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--other_python", required=True, help="a Python with another TF + tensorflow-text")
@@ -111,21 +142,24 @@ def main():
   args = parser.parse_args()
   with tempfile.TemporaryDirectory() as workdir:
     export_dir = args.export_dir
-    want = None
+    want = search = None
     if export_dir is None:
       export_dir = os.path.join(workdir, "export")
-      ids, want = export_fresh(args.model_dir, args.pooling, export_dir)
+      ids, want, search = export_fresh(args.model_dir, args.pooling, export_dir)
     else:
       ids = tokenize_with_export(export_dir)
     this, this_out = serve_in(sys.executable, export_dir, ids, workdir, "this")
     other, other_out = serve_in(args.other_python, export_dir, ids, workdir, "other")
   report = {"this": this, "other": other, "sentences": len(SENTENCES),
             "embeddings_max_abs": float(np.abs(this_out["text/0/embeddings"]).max()),
-            "max_abs_diff_other_vs_this": {k: float(np.abs(other_out[k] - this_out[k]).max()) for k in this_out}}
+            "max_abs_diff_other_vs_this": {k: max_abs_diff(other_out[k], this_out[k]) for k in this_out}}
   if want is not None:
     report["max_abs_diff_vs_in_process"] = {
-        f"{tag}/{k}": float(np.abs(out[k] - want).max())
+        f"{tag}/{k}": max_abs_diff(out[k], want)
         for tag, out in (("this", this_out), ("other", other_out)) for k in out if k.endswith("/embeddings")}
+    report["max_abs_diff_vs_in_process"].update({
+        f"{tag}/{binary_search.KIND}/0/{name}": max_abs_diff(out[f"{binary_search.KIND}/0/{name}"], search[name])
+        for tag, out in (("this", this_out), ("other", other_out)) for name in search})
   diffs = list(report["max_abs_diff_other_vs_this"].values()) + list(
       report.get("max_abs_diff_vs_in_process", {}).values())
   report["ok"] = bool(this["audit_exit_status"] == 0 and other["audit_exit_status"] == 0

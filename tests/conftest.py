@@ -12,6 +12,13 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 DATA_PLACES = ([pathlib.Path(os.environ["BERT_FLOW_DATA"])] if os.environ.get("BERT_FLOW_DATA") else []) + [
     REPO / "data", REPO.parent / "shared" / "data"]
 NUM_LOGICAL_CPUS = 2
+# The test files that take longest (a minute or so each on a quiet 2-core CPU: `--durations`), longest first. They
+# run before all others: with `-n 2 --dist loadfile` a file runs on one worker, and a long one started last would
+# leave the other worker idle at the end; started first, the short files fill in around them.
+LONGEST_FIRST = ["calibration/faithful_test.py", "siamese/siamese_test.py", "end_to_end_test.py", "sigkill_test.py",
+                 "run_flow_paths_test.py", "loaders/original_checkpoint_test.py", "api_test.py",
+                 "beam/entry_point_test.py", "serving_doc_test.py", "serving_test.py", "beam/pipeline_test.py",
+                 "error_matrix_test.py", "notebooks_test.py"]
 
 
 def pytest_configure(config):
@@ -19,12 +26,20 @@ def pytest_configure(config):
 
   TF fixes its devices when it first runs an op, so this cannot be done later from a test; with it, any test can
   build a MirroredStrategy over /cpu:0 and /cpu:1 (see `cpu_strategy`). Ops without a strategy still run on
-  /cpu:0, as they would without the split.
+  /cpu:0, as they would without the split. Under xdist, the files are run in the order of the collection (see
+  `pytest_collection_modifyitems`).
   """
-  del config  # unused
+  if hasattr(config.option, "loadscopereorder"):
+    config.option.loadscopereorder = False   # xdist's loadfile would order the files by their number of tests
   import tensorflow as tf
   cpu = tf.config.list_physical_devices("CPU")[0]
   tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * NUM_LOGICAL_CPUS)
+
+
+def pytest_collection_modifyitems(items):
+  """Puts the tests of LONGEST_FIRST's files first, in its order; the rest follow in their collection order."""
+  rank = {f"tests/{path}": i for i, path in enumerate(LONGEST_FIRST)}
+  items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
 @pytest.fixture(scope="session")

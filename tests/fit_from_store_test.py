@@ -19,6 +19,7 @@ def fixture_tiny(tmp_path_factory):
   return {"dir": tiny_runs.tiny_model_dir(tmp), "flow_config": tiny_runs.tiny_flow_config(tmp / "flow.json")}
 
 
+@pytest.mark.slow  # a run_flow.py process
 def test_run_flow_fits_the_flow_and_whitening_from_the_store(tiny, tmp_path):
   train = tmp_path / "sentences.txt"
   train.write_text("\n".join(SENTENCES + [s.upper() for s in SENTENCES]) + "\n", encoding="utf-8")

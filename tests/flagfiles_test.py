@@ -66,6 +66,7 @@ def test_run_flow_flagfiles_parse(run_flow_parsed):
   assert {p: errors[p] for p in flow} == {p: None for p in flow}
 
 
+@pytest.mark.slow  # a process importing TensorFlow
 def test_run_siamese_flagfiles_parse():
   _, siamese = _flagfiles()
   assert any(p.endswith("minilm_snli_siamese.cfg") for p in siamese)

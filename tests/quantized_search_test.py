@@ -72,6 +72,14 @@ def test_hamming_search_equals_brute_force_in_numpy_and_in_the_graph(gaussian):
     assert [h["score"] for h in row] == [1 - 2 * d[h["corpus_id"]] / x.shape[1] for h in row]
 
 
+def test_the_graphs_counting_select_is_top_k_with_the_lower_index_first_on_ties():
+  distance = np.random.default_rng(2).integers(0, 12, size=5000).astype(np.int32)   # many ties
+  for c in (1, 7, 333, 4999, 5000):
+    want = sorted(range(len(distance)), key=lambda i: (distance[i], i))[:c]
+    got = binary_search.nearest_by_count(tf.constant(distance), tf.constant(c), 11)
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
 def test_rescoring_reorders_the_hamming_candidates():
   q = np.ones([1, 64], np.float32)
   same_signs = np.full(64, 1e-3, np.float32)
@@ -162,6 +170,7 @@ def test_the_binary_search_saved_model_answers_as_numpy(tiny_embedder, tmp_path)
                                        str(tmp_path / "other"))
 
 
+@pytest.mark.slow  # exports SavedModels
 def test_the_text_model_emits_one_quantized_output_per_precision(tiny_embedder, tmp_path):
   vectors = engine_vectors(tiny_embedder, SENTENCES)
   ranges = int8_ranges.fit_ranges(vectors)

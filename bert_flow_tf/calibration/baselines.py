@@ -25,6 +25,7 @@ import zipfile
 
 import numpy as np
 
+from bert_flow_tf.calibration import decompositions
 from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 
@@ -44,12 +45,13 @@ class _Calibration:
   (the saved arrays' shapes, which `load_baseline` checks)."""
   _ARRAYS = ()
 
-  def fit(self, x):
-    """Fits on sentence vectors x [N, D]; returns self."""
+  def fit(self, x, shared=None):
+    """Fits on sentence vectors x [N, D]; returns self. `shared`: a `decompositions.Shared` of x, which other
+    fits on the same x computed and reuse (`calibrator.fit_baselines`), or None."""
     x = _as_matrix(x)
     if x.shape[0] < 2:
       raise ValueError(f"{self.name}: need at least 2 vectors to fit, got {x.shape[0]}")
-    self._fit(x)
+    self._fit(x, decompositions.Shared() if shared is None else shared)
     return self
 
   def transform(self, x):
@@ -114,16 +116,19 @@ class Whitening(_Calibration):
   def dim(self):
     return self.mu.shape[0]
 
-  def _fit(self, x):
-    self.fit_moments(x.mean(axis=0), np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1]))
+  def _fit(self, x, shared):
+    self._fit_svd(*shared.get("whitening", lambda: decompositions.moments_svd(
+        x.mean(axis=0), np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1]))))
 
   def fit_moments(self, mu, cov):
     """Fits from the mean float64 [D] and covariance float64 [D, D] (N - 1 normalised) alone; returns self.
     (`calibration.store_stream.fit_whitening` merges them block by block.)"""
-    if self.k is not None and self.k > cov.shape[1]:
-      raise ValueError(f"{self.name}: k={self.k} > D={cov.shape[1]}")
-    self.mu = np.asarray(mu, np.float64)
-    u, s, _ = np.linalg.svd(cov)
+    return self._fit_svd(*decompositions.moments_svd(mu, cov))
+
+  def _fit_svd(self, mu, u, s):
+    if self.k is not None and self.k > len(s):
+      raise ValueError(f"{self.name}: k={self.k} > D={len(s)}")
+    self.mu = mu
     kernel = u / np.sqrt(np.maximum(s, EPS * s.max()))[None, :]
     self.kernel = kernel if self.k is None else kernel[:, :self.k]
     return self
@@ -147,9 +152,8 @@ class StandardNormalization(_Calibration):
   def dim(self):
     return self.mu.shape[0]
 
-  def _fit(self, x):
-    self.mu = x.mean(axis=0)
-    self.scale = np.sqrt(x.var(axis=0) + EPS)
+  def _fit(self, x, shared):
+    self.mu, self.scale = shared.get("sn", lambda: (x.mean(axis=0), np.sqrt(x.var(axis=0) + EPS)))
 
   def _apply(self, x):
     return (x - self.mu) / self.scale
@@ -180,14 +184,10 @@ class Natsv(_Calibration):
   def dim(self):
     return self.mu.shape[0]
 
-  def _fit(self, x):
+  def _fit(self, x, shared):
     if self.k > min(x.shape):
       raise ValueError(f"{self.name}: k={self.k} > min(N, D)={min(x.shape)}")
-    self.mu = x.mean(axis=0)
-    # The top right singular vectors of the centered data are the top eigenvectors of its [D, D] scatter
-    # matrix; the eigendecomposition of that is far cheaper than an SVD of the [N, D] data.
-    centered = x - self.mu
-    _, vectors = np.linalg.eigh(centered.T @ centered)                       # ascending eigenvalues
+    self.mu, vectors = shared.get("natsv", lambda: decompositions.scatter_eigenvectors(x))
     self.directions = vectors[:, ::-1][:, :self.k]
 
   def _apply(self, x):
@@ -219,8 +219,11 @@ class SnNatsv(_Calibration):
   def fitted(self):
     return self.sn.fitted and self.natsv.fitted
 
-  def _fit(self, x):
-    self.natsv.fit(self.sn.fit(x).transform(x))
+  def _fit(self, x, shared):
+    sn_x, sn_shared = shared.get("sn output",
+                                 lambda: (self.sn.fit(x, shared).transform(x), decompositions.Shared()))
+    self.sn.fit(x, shared)
+    self.natsv.fit(sn_x, sn_shared)
 
   def _apply(self, x):
     return self.natsv.transform(self.sn.transform(x))

@@ -6,12 +6,15 @@ any of them exactly (the same weights, so the same outputs). The fitting itself 
 flow) and `calibration.baselines`.
 
 Each also has `int8_ranges`: float32 [2, D'], the int8 ranges fitted on its own output over the fit vectors
-(`int8_ranges`, the gaussian rule), or None for a calibration saved before they were fitted.
+(`int8_ranges`, the gaussian rule), or None for a calibration saved before they were fitted; and
+`truncation_order`: int32 [D'], the dimensions `truncate_dim` keeps first (`truncation`: a flow's, by decreasing
+variance on the fit vectors), or None (the baselines, and a flow saved before orders were fitted: the first k).
 
 In a folder:
   flow        flow.json + a checkpoint of the Glow alone (`fitted_flow.load_glow` reads it)
   baselines   baseline.npz (`baselines.load_baseline`)
   both        int8_ranges.npy (`int8_ranges.save`)
+  flow        truncation_order.npy (`truncation.save`)
 
 Legend: N, M = vectors, D = their width, D' = the calibrated width (D, except whitening-k: k).
 """
@@ -24,11 +27,13 @@ from absl import logging
 import glow
 from bert_flow_tf.evaluation import isotropy as isotropy_lib
 from bert_flow_tf.calibration import baselines
+from bert_flow_tf.calibration import decompositions
 from bert_flow_tf.calibration import fitted_flow
 from bert_flow_tf.calibration import flow_fitting
 from bert_flow_tf.calibration import int8_ranges
 from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.calibration import store_stream
+from bert_flow_tf.calibration import truncation
 from bert_flow_tf.data import pairs as pairs_lib
 from bert_flow_tf.utils import errors
 
@@ -47,6 +52,7 @@ class FlowCalibration:
   """
   method = FLOW
   int8_ranges = None
+  truncation_order = None
 
   def __init__(self, glow_model, fit_config, summary):
     self.glow, self.fit_config, self.summary = glow_model, fit_config, summary
@@ -74,6 +80,7 @@ class BaselineCalibration:
     baseline: the fitted baselines object (float64 statistics).
   """
   int8_ranges = None
+  truncation_order = None  # their first k dimensions are their top k
 
   def __init__(self, baseline):
     self.baseline = baseline
@@ -116,11 +123,16 @@ class BaselineCalibration:
 def _save_ranges(calibration, folder):
   if calibration.int8_ranges is not None:
     int8_ranges.save(folder, calibration.int8_ranges)
+  if calibration.truncation_order is not None:
+    truncation.save(folder, calibration.truncation_order)
 
 
 def _with_ranges(calibration, x):
-  """`calibration` with its int8 ranges fitted on its output over the fit vectors x (array or StoreShards)."""
+  """`calibration` with its int8 ranges fitted on its output over the fit vectors x (array or StoreShards), and
+  (a flow) its truncation order, read off them."""
   calibration.int8_ranges = int8_ranges.fit_ranges(int8_ranges.calibrated_blocks(calibration.transform, x))
+  if calibration.method == FLOW:
+    calibration.truncation_order = truncation.fit_order(calibration.int8_ranges)
   return calibration
 
 
@@ -180,6 +192,24 @@ def fit(method, x, fit_config=None):
   return _with_ranges(FlowCalibration(glow_model, fit_config, summary), x)
 
 
+def fit_baselines(methods, x):
+  """`fit(method, x)` for each baseline method on the same vectors x float [N >= 2, D], the same fitted values, but
+  what several of them decompose alike computed once (`decompositions.Shared`: one SVD for whitening and
+  whitening-k, one eigendecomposition for every natsv-k, one SN and one for every sn+natsv-k).
+
+  x may also be a `store_stream.StoreShards`: each is then fitted by `fit` from the store.
+
+  Returns:
+    list of BaselineCalibration, in the order of `methods`.
+  """
+  if isinstance(x, store_stream.StoreShards):
+    return [fit(method, x) for method in methods]
+  x, shared = np.asarray(x, np.float32), decompositions.Shared()
+  if x.ndim != 2 or len(x) < 2:
+    raise ValueError(f"a calibration is fitted on sentence vectors [N >= 2, D], got shape {x.shape}")
+  return [_with_ranges(BaselineCalibration(baselines.make_baseline(method).fit(x, shared)), x) for method in methods]
+
+
 def load_calibration(folder, flow_info=None):
   """Restores the calibration `save(folder)` wrote, checked (baselines.load_baseline, fitted_flow.load_glow). Returns
   FlowCalibration or BaselineCalibration; errors.UserError naming the file for anything missing or wrong.
@@ -200,4 +230,6 @@ def load_calibration(folder, flow_info=None):
   if calibration.int8_ranges is not None and calibration.int8_ranges.shape[1] != calibration.dim:
     raise errors.UserError(f"int8 ranges of width {calibration.int8_ranges.shape[1]} for a calibration of width "
                            f"{calibration.dim}", os.path.join(folder, int8_ranges.RANGES_FILE))
+  if calibration.method == FLOW:
+    calibration.truncation_order = truncation.load_order(folder, calibration.dim)
   return calibration

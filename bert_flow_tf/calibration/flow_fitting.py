@@ -205,26 +205,27 @@ def fit_flow(pairs, fit_config, flow_dir, name="flow", provenance=None, show_pro
   if train_step is None:
     train_step = lambda row: state(*pairs.batch(row))
   writer = tf.summary.create_file_writer(os.path.join(flow_dir, "tb"))
+  done = int(step)  # the step counter lives in Python; `step` is set from it for each checkpoint
   progress = Progress(f"fitting {name}", num_steps, unit="step", show=show_progress_bar)
-  progress.update(int(step))
+  progress.update(done)
   losses, start = [], tf.timestamp()
-  while int(step) < num_steps:
-    loss = float(train_step(order[int(step)]))
+  while done < num_steps:
+    loss = float(train_step(order[done]))
     if not math.isfinite(loss):
-      raise FlowDivergedError(f"{name}: flow loss is {loss} at step {int(step) + 1}; the last good checkpoint is "
+      raise FlowDivergedError(f"{name}: flow loss is {loss} at step {done + 1}; the last good checkpoint is "
                               f"{manager.latest_checkpoint or 'none (no step finished)'}")
-    step.assign_add(1)
+    done += 1
     losses.append(loss)
     progress.update(1)
-    done = int(step)
     if done % fit_config.log_every_steps == 0 or done == num_steps:
       with writer.as_default():
         tf.summary.write(f"flow_loss/{name}", tf.constant(loss), step=done, metadata=_SCALAR_METADATA)
     if done % fit_config.save_checkpoints_steps == 0 or done == num_steps:
+      step.assign(done)
       manager.save(checkpoint_number=done)
   writer.flush()
   seconds = float(tf.timestamp() - start)
-  summary = {"num_steps": num_steps, "steps_done": int(step), "complete": True, "seconds": seconds,
+  summary = {"num_steps": num_steps, "steps_done": done, "complete": True, "seconds": seconds,
              "provenance": provenance,
              "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
              "mean_loss_last_10pct": float(np.mean(losses[-max(1, len(losses) // 10):])) if losses else None}

@@ -22,6 +22,7 @@ import os
 
 import numpy as np
 
+from bert_flow_tf.calibration import truncation
 from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 
@@ -94,12 +95,9 @@ def load_ranges(folder):
   """np.float32 [2, D'] saved in `folder`, or None when it holds none; errors.UserError naming the file when it is
   not int8 ranges."""
   path = os.path.join(folder, RANGES_FILE)
-  if not os.path.isfile(path):
+  ranges = io_utils.read_npy(path, "int8 ranges")
+  if ranges is None:
     return None
-  try:
-    ranges = np.load(path, allow_pickle=False)
-  except (OSError, ValueError, EOFError) as e:  # EOFError: an empty or cut file
-    raise errors.UserError(f"unreadable int8 ranges ({str(e)[:200]})", path) from e
   if (ranges.dtype != np.float32 or ranges.ndim != 2 or len(ranges) != 2 or not np.all(np.isfinite(ranges)) or
       not np.all(ranges[1] >= ranges[0])):
     raise errors.UserError(f"not int8 ranges (want finite float32 [2, D] with highs >= lows), got {ranges.dtype} "
@@ -112,7 +110,8 @@ def encoding_ranges(calibration, truncate_dim=None, normalized=False):
 
   Args:
     calibration: the encoder's calibration (calibrator.FlowCalibration / BaselineCalibration), or None.
-    truncate_dim: int or None, the vectors keep their first truncate_dim dimensions.
+    truncate_dim: int or None, the vectors keep truncate_dim dimensions (`truncation.kept`: the first, or those the
+      calibration's truncation order puts first).
     normalized: bool, the vectors were scaled to unit length (after the calibration).
 
   Returns:
@@ -123,4 +122,4 @@ def encoding_ranges(calibration, truncate_dim=None, normalized=False):
   ranges = None if calibration is None else calibration.int8_ranges
   if ranges is None or normalized:
     return None
-  return ranges if truncate_dim is None else ranges[:, :truncate_dim]
+  return ranges[:, truncation.kept(calibration.truncation_order, truncate_dim, ranges.shape[1])]

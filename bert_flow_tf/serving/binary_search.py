@@ -4,13 +4,14 @@
       serving_default: queries string [B], k int32 [], candidates int32 [] -> indices int32 [B, k'],
                        scores float32 [B, k'], sentences string [B, k']  (k' = min(k, candidates, M), best first)
 
-A query batch is embedded as by the text model and cut to the corpus's width D' (`truncate_dim`: its first D'
-dimensions). Each query's sign bits are packed into 64-bit words in the graph; its Hamming distance to every corpus
-vector is the popcount (tf.raw_ops.PopulationCount) of their tf.bitwise.bitwise_xor, summed over the W words; the
-`candidates` nearest (tf.math.top_k of the negated distance: equal distances, the lower index first) are rescored
-by the cosine of the query and their int8 codes read back to the middle of their buckets
-(`quantized_search.dequantize`), and the k best returned
-(equal scores: the Hamming-nearer first). This is `quantized_search.search_codes`, which the tests hold it to.
+A query batch is embedded as by the text model and cut to the corpus's D' dimensions (`truncate_dim`: the model's
+`dims`, int32 [D'], the first D' or those a flow's truncation order puts first: `calibration.truncation`). Each
+query's sign bits are packed into 64-bit words in the graph; its Hamming distance to every corpus vector is the
+popcount (tf.raw_ops.PopulationCount) of their tf.bitwise.bitwise_xor, summed over the W words; the `candidates`
+nearest (`nearest_by_count`: as tf.math.top_k of the negated distance, equal distances the lower index first) are
+rescored by the cosine of the query and their int8 codes read back to the middle of their buckets
+(`quantized_search.dequantize`), and the k best returned (equal scores: the Hamming-nearer first). This is
+`quantized_search.search_codes`, which the tests hold it to.
 The queries are searched one after another (tf.map_fn) so the memory of a batch stays that of a few queries
 (a query's xor is W x M int64: 48 MB at D' = 384, M = 1M).
 
@@ -33,6 +34,7 @@ import tensorflow as tf
 from bert_flow_tf import quantization
 from bert_flow_tf import quantized_search
 from bert_flow_tf.calibration import int8_ranges
+from bert_flow_tf.calibration import truncation
 from bert_flow_tf.serving import export as export_lib
 
 KIND = "binary_search"
@@ -99,6 +101,20 @@ class GraphQuantizer(tf.Module):
     return out
 
 
+def nearest_by_count(distance, c, max_distance):
+  """The c smallest of int32 distances [M] in 0..max_distance, nearest first, the lower index first on ties: what
+  tf.math.top_k(-distance, c).indices gives, without a top_k over all M.
+
+  A histogram of the distances gives the smallest t with at least c of them <= t; top_k runs over those alone
+  (tf.where lists them in index order, and top_k puts the lower index first on ties). At M = 1M, 2 words, the scan
+  took about half the time it takes with a top_k over all M, at 1,000 and at 4,000 candidates (bench/README.md).
+  """
+  histogram = tf.math.bincount(distance, minlength=max_distance + 1, maxlength=max_distance + 1)
+  threshold = tf.cast(tf.argmax(tf.cumsum(histogram) >= c), tf.int32)       # first t with count(<= t) >= c
+  near = tf.cast(tf.where(distance <= threshold)[:, 0], tf.int32)           # [>= c], ascending
+  return tf.gather(near, tf.math.top_k(-tf.gather(distance, near), k=c).indices)
+
+
 class BinaryIndex(tf.Module):
   """A corpus held as sign words and int8 codes, searched by vectors (see the module notes).
 
@@ -128,7 +144,7 @@ class BinaryIndex(tf.Module):
       # Summed in uint8 a group of _WORDS_PER_SUM words at a time (at most 192 bits: no overflow), then in int32.
       distance = tf.add_n([tf.cast(tf.add_n(counts[g:g + _WORDS_PER_SUM]), tf.int32)
                            for g in range(0, len(counts), _WORDS_PER_SUM)])                      # [M]
-      return tf.math.top_k(-distance, k=c).indices
+      return nearest_by_count(distance, c, self.num_words * quantized_search.WORD_BITS)
 
     cand = tf.map_fn(nearest, query_words, fn_output_signature=tf.TensorSpec([None], tf.int32),
                      parallel_iterations=_QUERY_PARALLELISM)                          # [B, C]
@@ -144,8 +160,9 @@ class BinaryIndex(tf.Module):
 class _BinarySearchModel(tf.Module):
   """The text embedder and a BinaryIndex; the binary search SavedModel's root."""
 
-  def __init__(self, embedder, calibration, corpus, sentences):
+  def __init__(self, embedder, calibration, corpus, sentences, dims):
     super().__init__(name="binary_search_model")
+    self.dims = tf.constant(dims, tf.int32)                                           # [D']
     text = export_lib.TextEmbedder(embedder, calibration)  # pylint: disable=protected-access
     self._text = types.SimpleNamespace(embedder=text)  # untracked, as in search_model.SearchModel
     self.text_variables = list(text.variables)
@@ -159,24 +176,26 @@ class _BinarySearchModel(tf.Module):
     with tf.control_dependencies([
         tf.debugging.assert_positive(k, message="search needs k >= 1"),
         tf.debugging.assert_greater_equal(candidates, k, message="search needs candidates >= k")]):
-      q = self._text.embedder.embed_text(queries)[:, :self.index.dim]                 # [B, D']
+      q = tf.gather(self._text.embedder.embed_text(queries), self.dims, axis=1)      # [B, D']
     indices, scores = self.index.search_vectors(q, k, candidates)
     return {"indices": indices, "scores": scores, "sentences": tf.gather(self.sentences, indices)}
 
 
-def export_binary_search(embedder, calibration, blocks, rows, ranges, export_dir, version=1, overwrite=False):
+def export_binary_search(embedder, calibration, blocks, rows, ranges, export_dir, version=1, overwrite=False,
+                         dims=None):
   """Writes export_dir/binary_search/<version>, its corpus filled a block at a time.
 
   Args:
     embedder: SentenceEmbedder, as `export.export_models`.
     calibration: a glow.Glow or an export.Affine over width D, or None.
     blocks: iterable of (list of R str, float [R, D']): the corpus's sentences and their calibrated vectors, cut
-      to the first D' dimensions (D' <= the text model's width).
+      to the dimensions `dims` (D' <= the text model's width).
     rows: int M, the corpus size (the sum of the R).
     ranges: float [2, D'], the int8 ranges (the calibration's `int8_ranges`, cut as the vectors).
     export_dir: str. Base directory.
     version: int >= 1.
     overwrite: bool. Replace an existing version.
+    dims: int [D'], the text model's output dimensions the vectors hold, in their order; None: the first D'.
 
   Returns:
     str, the SavedModel directory.
@@ -193,7 +212,8 @@ def export_binary_search(embedder, calibration, blocks, rows, ranges, export_dir
   if not rows or corpus.filled != rows or len(sentences) != rows:
     raise ValueError(f"the corpus needs M >= 1 vectors and sentences, M = {rows}; got {corpus.filled} vectors "
                      f"and {len(sentences)} sentences")
-  model = _BinarySearchModel(embedder, calibration, corpus, sentences)
+  model = _BinarySearchModel(embedder, calibration, corpus, sentences,
+                             np.arange(corpus.dim) if dims is None else np.asarray(dims, np.int32))
   export_lib.save_atomically(model, path, {"serving_default": model.serve_search})  # pylint: disable=protected-access
   return path
 
@@ -206,7 +226,7 @@ def export_encoder(encoder, calibration, export_dir, version, overwrite, corpus,
     encoder, calibration, export_dir, version, overwrite: as `export_encoder_corpus`.
     corpus: list of str, or None.
     search: "float32" or "binary".
-    truncate_dim: int or None, the binary search's width (its first truncate_dim calibrated dimensions).
+    truncate_dim: int or None, the binary search's width (truncate_dim calibrated dimensions, as `encode` cuts them).
     precisions: quantization precisions ("int8", "binary", ...) the text model also returns, one output each.
 
   Returns:
@@ -220,7 +240,7 @@ def export_encoder(encoder, calibration, export_dir, version, overwrite, corpus,
     quantizer = GraphQuantizer(precisions, None if encoder.calibration is None else encoder.calibration.int8_ranges,
                                encoder.dim)
   paths = export_lib.export_models(encoder.embedder, calibration, export_dir, version=version, overwrite=overwrite,
-                                   quantizer=quantizer)
+                                   quantizer=quantizer, truncation_order=encoder.truncation_order)
   if corpus is not None and search == "binary":
     paths[KIND] = export_encoder_corpus(encoder, calibration, list(corpus), export_dir, truncate_dim, version,
                                         overwrite)
@@ -229,7 +249,8 @@ def export_encoder(encoder, calibration, export_dir, version, overwrite, corpus,
 
 def export_encoder_corpus(encoder, calibration, corpus, export_dir, truncate_dim=None, version=1, overwrite=False):
   """`export_binary_search` for a SentenceEncoder: its corpus encoded BLOCK_ROWS sentences at a time (read from its
-  store when it has a cache_dir), calibrated, cut to the first `truncate_dim` dimensions.
+  store when it has a cache_dir), calibrated, cut to `truncate_dim` dimensions as its `encode` cuts them (the first,
+  or those its calibration's truncation order puts first).
 
   The int8 ranges are the calibration's; an encoder without (no calibration, or one saved before ranges were
   fitted) fits them on the corpus by the same rule, in a first pass over its blocks.
@@ -244,19 +265,21 @@ def export_encoder_corpus(encoder, calibration, corpus, export_dir, truncate_dim
   Returns:
     str, the SavedModel directory.
   """
-  dim = encoder.dim if truncate_dim is None else check_truncate_dim(truncate_dim, encoder.dim)
+  if truncate_dim is not None:
+    check_truncate_dim(truncate_dim, encoder.dim)
+  dims = truncation.kept_indices(encoder.truncation_order, truncate_dim, encoder.dim)   # [D']
   if not corpus:
     raise ValueError("a binary search export needs a corpus of at least one sentence")
 
   def blocks():
     for start in range(0, len(corpus), BLOCK_ROWS):
       block = corpus[start:start + BLOCK_ROWS]
-      yield block, encoder._embed(block, show_progress_bar=False)[:, :dim]  # pylint: disable=protected-access
+      yield block, encoder._embed(block, show_progress_bar=False)[:, dims]  # pylint: disable=protected-access
 
   ranges = None if encoder.calibration is None else encoder.calibration.int8_ranges
-  ranges = int8_ranges.fit_ranges(v for _, v in blocks()) if ranges is None else ranges[:, :dim]
+  ranges = int8_ranges.fit_ranges(v for _, v in blocks()) if ranges is None else ranges[:, dims]
   return export_binary_search(encoder.embedder, calibration, blocks(), len(corpus), ranges, export_dir, version,
-                              overwrite)
+                              overwrite, dims)
 
 
 def check_truncate_dim(truncate_dim, dim):

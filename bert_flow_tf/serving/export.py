@@ -155,7 +155,8 @@ def check_version(version):
     raise ValueError(f"version must be an int >= 1 (a TF Serving version directory), got {version!r}")
 
 
-def export_models(embedder, calibration, export_dir, version=1, overwrite=False, quantizer=None):
+def export_models(embedder, calibration, export_dir, version=1, overwrite=False, quantizer=None,
+                  truncation_order=None):
   """Writes the text and ids SavedModels and export_info.json under `export_dir`.
 
   Args:
@@ -168,6 +169,8 @@ def export_models(embedder, calibration, export_dir, version=1, overwrite=False,
       otherwise an existing one is an error.
     quantizer: a serving.binary_search.GraphQuantizer, or None: the text model's serving_default also returns
       its outputs ("embeddings_int8", ...: the embeddings in sentence-transformers' quantized layouts).
+    truncation_order: int [D] or None, the calibration's truncation order (`calibration.truncation`), recorded in
+      export_info.json for an ExportedEncoder's truncate_dim.
 
   Returns:
     dict: "text" and "ids" (the SavedModel directories) and "info" (the JSON file).
@@ -196,6 +199,8 @@ def export_models(embedder, calibration, export_dir, version=1, overwrite=False,
   info = export_info(embedder, calibration, version)
   if quantizer:
     info["precisions"] = list(quantizer.precisions)
+  if truncation_order is not None:
+    info["truncation_order"] = [int(i) for i in truncation_order]
   io_utils.write_text(info_path, json.dumps(info, indent=2) + "\n")
   return dict(paths, info=info_path)
 

@@ -9,7 +9,8 @@ loading, as the server links its ops), so it runs in a venv of another TF versio
 
 REQUESTS_JSON is a list of {"saved_model": dir, "signature": name, "inputs": {input name: nested list}}; strings
 are UTF-8 text, numbers are cast to the signature's dtype. OUT_NPZ holds "<i>/<output name>" for request i, plus
-"tf_version" and "tensorflow_text_loaded" (whether tensorflow_text was imported in this process).
+"tf_version" and "tensorflow_text_loaded" (whether tensorflow_text was imported in this process); string outputs are
+fixed-width bytes arrays.
 """
 import json
 import sys
@@ -97,7 +98,9 @@ def main(argv):
   arrays = {"tf_version": np.array(tf.__version__),
             "tensorflow_text_loaded": np.array("tensorflow_text" in sys.modules)}
   for i, outputs in enumerate(run_requests(requests)):
-    arrays.update({f"{i}/{name}": value for name, value in outputs.items()})
+    # String outputs (object arrays of bytes) as fixed-width bytes: an npz of them loads without pickle.
+    arrays.update({f"{i}/{name}": value.astype(np.bytes_) if value.dtype == object else value
+                   for name, value in outputs.items()})
   np.savez(args[1], **arrays)
   return 0
 

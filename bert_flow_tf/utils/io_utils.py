@@ -13,6 +13,8 @@ import secrets
 import shutil
 import socket
 
+import numpy as np
+
 from bert_flow_tf.utils import errors
 
 # Temporary names carry the writer's pid and host, so a later writer can tell a killed writer's leftovers from a
@@ -80,6 +82,17 @@ def read_json_object(path, missing):
   if not isinstance(value, dict):
     raise errors.UserError(f"expected a JSON object, got {type(value).__name__}", path)
   return value
+
+
+def read_npy(path, what):
+  """The array np.save wrote at `path` (read without pickle), or None when there is no such file; errors.UserError
+  naming the file ("unreadable <what>") when it does not read (an empty or cut file among them)."""
+  if not os.path.isfile(path):
+    return None
+  try:
+    return np.load(path, allow_pickle=False)
+  except (OSError, ValueError, EOFError) as e:  # EOFError: an empty or cut file
+    raise errors.UserError(f"unreadable {what} ({str(e)[:200]})", path) from e
 
 
 @contextlib.contextmanager

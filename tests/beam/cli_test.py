@@ -41,6 +41,7 @@ def test_the_beam_extra_pins_what_requirements_beam_pins():
                                                       "numpy<2.5"]
 
 
+@pytest.mark.slow  # two processes, each importing TensorFlow
 def test_help_exits_0_and_a_run_says_what_to_install_without_apache_beam(tmp_path):
   helped = _run(["--help"], without_beam=True)
   assert helped.returncode == 0, helped.stderr[-2000:]
@@ -70,12 +71,16 @@ def test_bad_inputs_end_in_one_line_before_any_work(tmp_path):
       f"--input_pattern={tmp_path / 'missing.txt'}": f"error: no file matches this pattern (--input_pattern="
                                                      f"{tmp_path / 'missing.txt'})",
   }
+  # The command lines run in one tests/entry_driver.py process (its `run()`, as the script's, once per line).
+  ran = tiny_runs.drive("beam", {**{arg: [arg] + common for arg in cases},
+                                 "pooling": [f"--input_pattern={tmp_path / 'good.txt'}", "--pooling=last-avg,nope"]
+                                            + common,
+                                 "shard_size": [f"--input_pattern={tmp_path / 'good.txt'}", "--shard_size=0"] + common},
+                        tmp_path)
   for arg, line in cases.items():
-    ran = _run([arg] + common)
-    assert ran.returncode == 1 and tiny_runs.messages(ran.stderr) == [line], (arg, ran.stderr[-3000:])
-  ran = _run([f"--input_pattern={tmp_path / 'good.txt'}", "--pooling=last-avg,nope"] + common)
-  assert ran.returncode == 1 and len(tiny_runs.messages(ran.stderr)) == 1 and "(--pooling)" in ran.stderr
-  ran = _run([f"--input_pattern={tmp_path / 'good.txt'}", "--shard_size=0"] + common)
-  assert ran.returncode == 1 and tiny_runs.messages(ran.stderr) == [
-      "error: flag --shard_size=0: 0 is not a positive integer (--shard_size)"], ran.stderr[-3000:]
+    assert ran[arg]["returncode"] == 1 and tiny_runs.messages(ran[arg]["stderr"]) == [line], (arg, ran[arg])
+  assert ran["pooling"]["returncode"] == 1 and len(tiny_runs.messages(ran["pooling"]["stderr"])) == 1
+  assert "(--pooling)" in ran["pooling"]["stderr"]
+  assert ran["shard_size"]["returncode"] == 1 and tiny_runs.messages(ran["shard_size"]["stderr"]) == [
+      "error: flag --shard_size=0: 0 is not a positive integer (--shard_size)"], ran["shard_size"]["stderr"][-3000:]
   assert not cache.exists()                                       # nothing was embedded or written

@@ -1,8 +1,9 @@
-"""The Beam pipeline on Beam's FnApi runner with 2 worker processes (a real runner, the tiny model, ~2k sentences).
+"""The Beam pipeline on Beam's FnApi runner with 2 worker processes (a real runner, the tiny model, 600 sentences).
 
-One pipeline run (module fixture) over files holding 2,000 distinct sentences, duplicates and empty lines, into a
-store that already holds 1,000 of them; every bundle runs twice (`direct_runner_bundle_repeat`), as a retried
-bundle would. Skipped when apache_beam is not installed (it is an optional extra: requirements-beam.txt).
+One pipeline run (module fixture) over files holding 600 distinct sentences, duplicates and empty lines, into a
+store that already holds 300 of them (the other 300 make 4 shards a quantity); every bundle runs twice
+(`direct_runner_bundle_repeat`), as a retried bundle would. Skipped when apache_beam is not installed (it is an
+optional extra: requirements-beam.txt).
 """
 import os
 import random
@@ -45,24 +46,24 @@ def run(tmp_path_factory):
   """Runs the pipeline once; returns (model_dir, cache_dir, sentences, prefilled, summary)."""
   tmp = tmp_path_factory.mktemp("beam")
   model_dir = tiny_model_dir(tmp)
-  sentences = _sentences(2000)
+  sentences = _sentences(600)
   rng = random.Random(1)
-  prefilled = rng.sample(sentences, 1000)
+  prefilled = rng.sample(sentences, 300)
   cache_dir = str(tmp / "cache")
   # Half the sentences are in the store already (written by the store itself).
   embedder = SentenceEmbedder(loaders.load_model(model_dir=model_dir), POOLING, max_seq_length=MAX_LEN)
   EmbeddingStore(embedder, cache_dir, batch_size=64).vectors(prefilled, embedder.pooling_spec, show_progress=False)
   # Two files (a glob), with duplicates across and within them, empty and whitespace-only lines.
   (tmp / "in").mkdir()
-  (tmp / "in" / "a.txt").write_text("\n".join(sentences[:1200] + ["", "   "] + sentences[:30]) + "\n")
-  (tmp / "in" / "b.txt").write_text("\n".join(sentences[1100:] + [""]) + "\n")
+  (tmp / "in" / "a.txt").write_text("\n".join(sentences[:360] + ["", "   "] + sentences[:10]) + "\n")
+  (tmp / "in" / "b.txt").write_text("\n".join(sentences[330:] + [""]) + "\n")
   # The worker processes import bert_flow_tf from the repository root (what `python -m bert_flow_tf.beam` sets).
   old_path = os.environ.get("PYTHONPATH")
   os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, old_path) if p)
   try:
     summary = pipeline.embed_files(
         str(tmp / "in" / "*.txt"), cache_dir, {"model_dir": model_dir}, [POOLING], max_seq_length=MAX_LEN,
-        batch_size=64, shard_size=300, inference_batch_size=256, intra_op_threads=1,
+        batch_size=32, shard_size=90, inference_batch_size=64, intra_op_threads=1,
         options=local_runner.options(2, ["--direct_runner_bundle_repeat=1"]))
   finally:
     if old_path is None:

@@ -25,3 +25,23 @@ def test_unknown_method_lists_the_allowed_ones():
     calibrator.fit("pca", np.zeros([4, 2]))
   with pytest.raises(ValueError, match=r"sentence vectors \[N >= 2, D\], got shape \(1, 2\)"):
     calibrator.fit("whitening", np.zeros([1, 2]))
+
+
+def test_fit_baselines_equals_fits_one_by_one_and_decomposes_each_family_once(monkeypatch):
+  from bert_flow_tf.calibration import decompositions  # pylint: disable=import-outside-toplevel
+  calls = []
+  for name in ("moments_svd", "scatter_eigenvectors"):
+    real = getattr(decompositions, name)
+    monkeypatch.setattr(decompositions, name, lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
+  rng = np.random.default_rng(1)
+  x = (rng.normal(size=[60, 8]) @ rng.normal(size=[8, 8]) + 2.0).astype(np.float32)
+  methods = ["whitening", "whitening-3", "sn", "natsv-1", "natsv-4", "sn+natsv-1", "sn+natsv-3"]
+  together = calibrator.fit_baselines(methods, x)
+  # whitening(-k): one SVD; natsv-k: one eigendecomposition; sn+natsv-k: one of the SN output
+  assert sorted(calls) == ["moments_svd", "scatter_eigenvectors", "scatter_eigenvectors"]
+  new = rng.normal(size=[5, 8])
+  for method, got in zip(methods, together):
+    want = calibrator.fit(method, x)
+    assert got.method == method
+    np.testing.assert_array_equal(got.transform(new, np.float64), want.transform(new, np.float64), err_msg=method)
+    np.testing.assert_array_equal(got.int8_ranges, want.int8_ranges, err_msg=method)

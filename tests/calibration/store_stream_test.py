@@ -183,6 +183,7 @@ with open(sentences, encoding="utf-8") as f:
 """
 
 
+@pytest.mark.slow  # two processes, each importing TensorFlow
 def test_two_processes_filling_one_store_with_shared_sentences_count_each_once(tmp_path):
   model_dir = tiny_runs.tiny_model_dir(tmp_path)
   cache_dir = str(tmp_path / "store")

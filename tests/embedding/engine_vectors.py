@@ -4,7 +4,21 @@ Each sentence goes through the BERT alone, unpadded (no batching, bucketing, str
 pooled in numpy (float64) from the layer outputs as bert_flow_tf/modeling/pooling.py documents the names. It shares
 only the tokenizer, the BERT and the name -> layers table (`pooling.resolve`, tested on its own) with the product.
 """
+import weakref
+
 import numpy as np
+import tensorflow as tf
+
+# encoder -> its call as one tf.function with the sentence length left open: two traces, then graph calls of the
+# same kernels on the same unpadded inputs (about 5x less CPU a sentence than eager calls on the tiny BERT).
+_GRAPHS = weakref.WeakKeyDictionary()
+
+
+def _graph(encoder):
+  if encoder not in _GRAPHS:
+    ref = weakref.ref(encoder)   # the entry goes with the encoder
+    _GRAPHS[encoder] = tf.function(lambda inputs: ref()(inputs, training=False), reduce_retracing=True)
+  return _GRAPHS[encoder]
 
 
 def _pooled(pooling_spec, outputs):
@@ -27,10 +41,10 @@ def engine_vectors(embedder, sentences, batch_size=64):
     batch_size: unused; the signature of a batched reference.
   """
   del batch_size
-  out = []
+  out, encode = [], _graph(embedder.encoder)
   for sentence in sentences:
     pieces = embedder.tokenizer.tokenize([sentence])             # ragged [1, (pieces)], no special tokens
     length = min(int(pieces.row_lengths()[0]) + 2, embedder.max_seq_length)  # [CLS] pieces [SEP], truncated
     inputs = embedder.tokenizer.pack(pieces, length)
-    out.append(_pooled(embedder.pooling_spec, embedder.encoder(inputs, training=False)))
+    out.append(_pooled(embedder.pooling_spec, encode(inputs)))
   return np.asarray(out, np.float32)

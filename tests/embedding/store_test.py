@@ -67,7 +67,8 @@ def test_several_poolings_in_one_pass(tmp_path, model):
 
 def test_corrupt_or_non_finite_shards_are_rebuilt(tmp_path, model, caplog):
   cache_dir = tmp_path / "store"
-  store = EmbeddingStore(embedder(model, "last-avg"), str(cache_dir), batch_size=4)
+  one = embedder(model, "last-avg")   # each fresh store below: a new store on the folder, the same embedder's traces
+  store = EmbeddingStore(one, str(cache_dir), batch_size=4)
   want = store.vectors(SENTENCES, pooling_lib.resolve("last-avg", 3))
   (path,) = [cache_dir / s for s in shards(cache_dir)]
   first_value = store_files.shard_member(path, "vectors").offset     # its lowest byte: flipped, still finite
@@ -79,14 +80,14 @@ def test_corrupt_or_non_finite_shards_are_rebuilt(tmp_path, model, caplog):
     (path,) = [cache_dir / s for s in shards(cache_dir)]
     path.write_bytes(corrupt(path.read_bytes()))
     caplog.clear()
-    fresh = EmbeddingStore(embedder(model, "last-avg"), str(cache_dir), batch_size=4)
+    fresh = EmbeddingStore(one, str(cache_dir), batch_size=4)
     np.testing.assert_array_equal(fresh.vectors(SENTENCES, pooling_lib.resolve("last-avg", 3)), want)
     assert fresh.encoded == len(set(SENTENCES)) and "unreadable" in caplog.text
   (path,) = [cache_dir / s for s in shards(cache_dir)]
   with np.load(path) as f:
     keys, vectors = f["keys"], f["vectors"]
   np.savez(path, keys=keys, vectors=np.full_like(vectors, np.nan))
-  fresh = EmbeddingStore(embedder(model, "last-avg"), str(cache_dir), batch_size=4)
+  fresh = EmbeddingStore(one, str(cache_dir), batch_size=4)
   np.testing.assert_array_equal(fresh.vectors(SENTENCES, pooling_lib.resolve("last-avg", 3)), want)
   assert fresh.encoded == len(set(SENTENCES)) and "finite" in caplog.text
 

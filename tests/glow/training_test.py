@@ -72,6 +72,7 @@ def test_pair_step_loss_is_mean_nll_of_a_plus_mean_nll_of_b():
   assert step.experimental_get_tracing_count() == 1
 
 
+@pytest.mark.slow  # three traced train steps
 def test_reusable_step_after_reset_equals_a_new_glow_and_optimizer():
   config = GlowConfig.load("config_l2_d2_w32")
   reusable = ReusableTrainStep(config, 16, "original", AdamWeightDecay(weight_decay_rate=0.01))

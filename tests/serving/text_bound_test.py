@@ -43,12 +43,12 @@ def test_random_hard_strings_keep_their_first_pieces(vocab, do_lower_case, max_s
   tokenizer = tokenizer_lib.BertTokenizer(vocab, do_lower_case=do_lower_case, max_seq_length=max_seq_length)
   rng = random.Random(max_seq_length + do_lower_case)
   sentences = ["".join(rng.choice(HARD) * rng.choice([1, 1, 1, 2, 50])
-                       for _ in range(rng.randrange(1, 30 * max_seq_length))) for _ in range(300)]
+                       for _ in range(rng.randrange(1, 30 * max_seq_length))) for _ in range(100)]
   p = max_seq_length - 2
   full = _pieces(tokenizer, sentences)
   cut = tokenizer.tokenize(text_bound.bound_text(tf.constant(sentences), max_seq_length, do_lower_case)).to_list()
   assert [f[:p] for f in full] == [c[:p] for c in cut]
-  assert sum(len(c) < len(f) for c, f in zip(cut, full)) > 100  # the cut did cut
+  assert sum(len(c) < len(f) for c, f in zip(cut, full)) > 33  # the cut did cut, in a third of them at least
 
 
 def test_sts_b_sentences_give_the_same_pieces(vocab, data_dir):
