@@ -3,11 +3,12 @@
 colab_gpu runs in full. The others differ from it only in their install cells and their accelerator probe (the
 cell that sets ACCEL_FLAGS, all the later cells read of it): the test checks that, runs such a notebook up to and
 with its probe, and checks the probe leaves ACCEL_FLAGS as colab_gpu's does (none on CPU); the identical cells
-after it would run as colab_gpu's did. The `install` cells (git clone, pip install) are the only ones left out, and the test checks that they hold
-nothing else. A cell injected after the `parameters` cell points the notebook at a tiny random BERT (an HF
-directory written by tests/tiny_runs.py), the first 16 rows of each STS-B split, a loopback server holding the
-real data files (tests/data_server.py; scripts/get_data.py downloads from it), and a temporary EXP_DIR. The
-accelerator check finds no TPU/GPU here, so the runs take the default strategy, as they would on a CPU runtime.
+after it would run as colab_gpu's did. The `install` cells (git clone, pip install) are the only ones left out,
+and the test checks that they hold nothing else. A cell injected after the `parameters` cell points the notebook
+at a tiny random BERT (an HF directory written by tests/tiny_runs.py), the first 16 rows of each STS-B split, a
+loopback server holding the real data files (tests/data_server.py; scripts/get_data.py downloads from it), and a
+temporary EXP_DIR. The accelerator check finds no TPU/GPU here, so the runs take the default strategy, as they
+would on a CPU runtime.
 """
 import json
 import pathlib
