@@ -220,6 +220,7 @@ def _where(case, s):
 
 
 def _verbose_command(s):
+  """Run last by the encode driver: absl's -v stays set in its process for the cases after it."""
   return "encode", ["--model_dir", s["model"], f"--input_file={s['root'] / 'nul.txt'}",
                     f"--output_file={s['root'] / 'v.npy'}", "-v", "1"]
 
@@ -227,8 +228,8 @@ def _verbose_command(s):
 @pytest.fixture(scope="module")
 def results(setup):
   """name -> ({"returncode", "stdout", "stderr"}, output path) for every case of CASES and GOOD_CASES, run by the
-  drivers; and "process: <name>" -> CompletedProcess for IN_A_PROCESS and "process: -v 1", run as processes. Two
-  processes at a time."""
+  drivers, and "-v 1" (last in the encode driver); and "process: <name>" -> CompletedProcess for IN_A_PROCESS, run
+  as processes. Two processes at a time."""
   root = setup["root"]
   (root / "odd.txt").write_bytes(b"\xef\xbb\xbf" + "\r\n".join(ODD_LINES).encode("utf-8") + b"\r\n")
   (root / "plain.txt").write_text("\n".join(ODD_LINES) + "\n", encoding="utf-8")
@@ -239,12 +240,13 @@ def results(setup):
   by_script = {}
   for name, (script, args, _) in commands.items():
     by_script.setdefault(script, {})[name] = args
+  by_script["encode"]["-v 1"] = _verbose_command(setup)[1]
   processes = {f"process: {name}": commands[name][:2] for name in IN_A_PROCESS}
-  processes["process: -v 1"] = _verbose_command(setup)
   with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
     driven = [pool.submit(tiny_runs.drive, script, cases, root) for script, cases in sorted(by_script.items())]
     ran = {name: pool.submit(tiny_runs.run, script, args, root) for name, (script, args) in processes.items()}
-    out = {name: (result, root / commands[name][2]) for future in driven for name, result in future.result().items()}
+    out = {name: (result, root / commands[name][2] if name in commands else None)
+           for future in driven for name, result in future.result().items()}
   out.update({name: (future.result(), None) for name, future in ran.items()})
   return out
 
@@ -274,8 +276,9 @@ def test_a_real_process_ends_as_the_driver_says(results, name):
 
 @pytest.mark.slow
 def test_verbosity_shows_the_traceback(results):
-  result = results["process: -v 1"][0]
-  assert result.returncode == 1 and "Traceback" in result.stderr and "nul.txt:2: NUL character" in result.stderr
+  result = results["-v 1"][0]
+  assert result["returncode"] == 1 and "Traceback" in result["stderr"], result["stderr"][-3000:]
+  assert "nul.txt:2: NUL character" in result["stderr"]
 
 
 @pytest.mark.slow

@@ -1,10 +1,14 @@
-"""Executes every notebook in notebooks/ on CPU with nbclient: each cell except the ones tagged `install`.
+"""Executes the notebooks in notebooks/ on CPU with nbclient: each cell except the ones tagged `install`.
 
-The `install` cells (git clone, pip install) are the only ones left out, and the test checks that they hold
-nothing else. A cell injected after the `parameters` cell points the notebook at a tiny random BERT (an HF
-directory written by tests/tiny_runs.py), the first 16 rows of each STS-B split, a loopback server holding the
-real data files (tests/data_server.py; scripts/get_data.py downloads from it), and a temporary EXP_DIR. The
-accelerator check finds no TPU/GPU here, so the runs take the default strategy, as they would on a CPU runtime.
+colab_gpu runs in full. The others differ from it only in their install cells and their accelerator probe (the
+cell that sets ACCEL_FLAGS, all the later cells read of it): the test checks that, runs such a notebook up to and
+with its probe, and checks the probe leaves ACCEL_FLAGS as colab_gpu's does (none on CPU); the identical cells
+after it would run as colab_gpu's did. The `install` cells (git clone, pip install) are the only ones left out,
+and the test checks that they hold nothing else. A cell injected after the `parameters` cell points the notebook
+at a tiny random BERT (an HF directory written by tests/tiny_runs.py), the first 16 rows of each STS-B split, a
+loopback server holding the real data files (tests/data_server.py; scripts/get_data.py downloads from it), and a
+temporary EXP_DIR. The accelerator check finds no TPU/GPU here, so the runs take the default strategy, as they
+would on a CPU runtime.
 """
 import json
 import pathlib
@@ -19,6 +23,8 @@ from tests import tiny_runs
 REPO = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb"))
 INSTALL_LINE = ("!pip install ", "!git clone ", "%cd ")
+FULL_RUN = "colab_gpu"
+PROBE = "ACCEL_FLAGS = "   # in the one cell that differs between the notebooks beyond the install cells
 
 
 def test_the_notebooks():
@@ -27,6 +33,25 @@ def test_the_notebooks():
 
 def _tags(cell):
   return cell.metadata.get("tags", [])
+
+
+def _code(nb):
+  """The sources of the code cells that run here (all but the install cells)."""
+  return [c.source for c in nb.cells if c.cell_type == "code" and "install" not in _tags(c)]
+
+
+def _probe_index(nb, name):
+  """The position among `_code(nb)` of the accelerator probe; other notebooks than FULL_RUN differ from it there
+  only."""
+  code = _code(nb)
+  probes = [i for i, source in enumerate(code) if PROBE in source]
+  assert len(probes) == 1, f"{name}: {len(probes)} cells set ACCEL_FLAGS"
+  if name != FULL_RUN:
+    full = _code(nbformat.read(REPO / "notebooks" / f"{FULL_RUN}.ipynb", as_version=4))
+    differ = [i for i in range(max(len(code), len(full))) if i >= min(len(code), len(full)) or code[i] != full[i]]
+    assert differ == probes, (f"{name}: code cells {differ} differ from {FULL_RUN}'s, not only its probe "
+                              f"{probes}: run it in full here")
+  return probes[0]
 
 
 @pytest.mark.slow
@@ -53,17 +78,25 @@ def test_notebook_runs_on_cpu(name, tmp_path, data_dir):
         f"EXTRA_FLAGS = ['--model_dir={model_dir}', '--flow_model_config={flow_config}', '--max_seq_length=16', "
         "'--train_batch_size=8']",
     ]))
+    probe = _probe_index(nb, name)
     cells = [c for c in nb.cells if "install" not in _tags(c)]
     at = cells.index(nb.cells[params[0]]) + 1
-    nb.cells = cells[:at] + [overrides] + cells[at:]
+    after_probe = cells.index([c for c in cells if c.cell_type == "code"][probe]) + 1
+    shown_flags = nbformat.v4.new_code_cell('print("ACCEL_FLAGS:", repr(ACCEL_FLAGS))')
+    tail = cells[after_probe:] if name == FULL_RUN else []
+    nb.cells = cells[:at] + [overrides] + cells[at:after_probe] + [shown_flags] + tail
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                                      resources={"metadata": {"path": str(REPO)}})
     client.execute()
     nbformat.write(nb, tmp_path / f"{name}.executed.ipynb")  # to read when a later assertion fails
-    assert len(server.requests) == 5  # the five stsbenchmark files, each from its first source
+    requests = len(server.requests)
   text = "\n".join(out.get("text", "") for c in nb.cells if c.cell_type == "code" for out in c.get("outputs", []))
   assert {"colab_tpu": "No TPU here: ", "colab_gpu": "GPUs: 0; accelerator flags: none (default strategy, CPU)"}[name] \
       in text
+  assert "ACCEL_FLAGS: []\n" in text   # what the cells after the probe read of it, in every notebook
+  if name != FULL_RUN:
+    return
+  assert requests == 5  # the five stsbenchmark files, each from its first source
   assert (tmp_path / "data" / "stsbenchmark" / "sts-train.csv").stat().st_size == 901177
   for exp in ("minilm_stsb_flow_target", "minilm_stsb_flow_target_faithful"):
     results = json.loads((exp_dir / exp / "results.json").read_text())

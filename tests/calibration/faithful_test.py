@@ -33,7 +33,7 @@ def folder(tmp_path_factory):
 
 @pytest.fixture
 def fit_config(tmp_path):
-  path = tiny.write_glow_config(tmp_path / "tiny_glow.json", tiny.GLOW_DEEP)
+  path = tiny.write_glow_config(tmp_path / "tiny_glow.json")
   return flow_fitting.FlowFitConfig(flow_model_config=path, learning_rate=1e-2, num_train_epochs=2.0,
                                 batch_size=7, save_checkpoints_steps=2, log_every_steps=2)
 
