@@ -136,8 +136,7 @@ class Experiment:
                                          [s for p in pairsets for s in p.sentences_b])
     with self.timer.stage(f"fit flow ({fit_on})"):
       glow_model, summary = flow_fitting.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{dataset}",
-                                                  provenance=provenance,
-                                                  show_progress_bar=self.spec.show_progress_bar)
+                                                  provenance=provenance, show_progress_bar=self.spec.show_progress_bar)
     return calibrator.FlowCalibration(glow_model, fit_config, summary)
 
   def _fit_isotropy(self, dataset, fit_vectors):
