@@ -53,3 +53,10 @@ def test_the_lazy_top_level_names_resolve():
   import bert_flow_tf  # pylint: disable=g-import-not-at-top
   for name in bert_flow_tf.__all__:
     assert getattr(bert_flow_tf, name).__name__ == name
+
+
+def test_no_library_module_is_over_300_lines():
+  """docs/layout.md's rule: a module past 300 lines holds more than one idea."""
+  long = {str(p.relative_to(REPO)): n for root in ("bert_flow_tf", "glow") for p in (REPO / root).rglob("*.py")
+          if (n := len(p.read_text(encoding="utf-8").splitlines())) > 300}
+  assert not long, long
