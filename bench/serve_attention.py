@@ -36,7 +36,7 @@ def einsum_call(self, x, attention_bias, training=False):
   return tf.reshape(context, [batch * seq, self.num_heads * self.head_size])
 
 VARIANTS = {"transpose": transpose_float, "bitcast": transpose_bitcast, "inter1": transpose_float,
-            "bitcast_inter1": transpose_bitcast, "einsum": None}
+            "bitcast_inter1": transpose_bitcast, "bitcast_intra1": transpose_bitcast, "einsum": None}
 
 def patched(move):
   """SelfAttention.call with `move` in place of tf.transpose (same op order otherwise)."""
@@ -70,10 +70,11 @@ def main():
     else:
       layers.SelfAttention.call = patched(VARIANTS[name])
     path = export.export_models(emb, flow, tempfile.mkdtemp())["text"]
-    if name.endswith("inter1"):  # a server setting (TF Serving's --tensorflow_inter_op_parallelism)
+    if name.endswith(("inter1", "intra1")):  # server settings (TF Serving's --tensorflow_*_op_parallelism)
+      threads = {name[-6:-1] + "_op_parallelism_threads": 1}
       m = models[name] = session_loader.SessionModel.__new__(session_loader.SessionModel)
       m.graph = tf.Graph()
-      m.session = tf.compat.v1.Session(graph=m.graph, config=tf.compat.v1.ConfigProto(inter_op_parallelism_threads=1))
+      m.session = tf.compat.v1.Session(graph=m.graph, config=tf.compat.v1.ConfigProto(**threads))
       with m.graph.as_default():
         m.meta_graph = tf.compat.v1.saved_model.loader.load(m.session, ["serve"], path)
     else:
