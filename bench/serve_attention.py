@@ -4,7 +4,10 @@ Exports all-minilm-l6-v2, first-last-avg, 64 tokens, with a config_l3_d3_w32 Glo
 variant of SelfAttention's head split/merge, loads each export in its own session, and times single-sentence
 requests with the variants interleaved request by request (rotated order). Prints per variant: p50/p99 ms, the
 graph's float and int32 Transpose node counts, and max |diff| of the embeddings against `transpose` over the
-timed sentences. `python bench/serve_attention.py [--requests 300] [--variants transpose,bitcast]`.
+timed sentences. Variants: `transpose` (float tf.transpose), `bitcast` (the int32 bitcast transposed, as
+layers.swap_heads does), `einsum` (no explicit transposes); `inter1`, `bitcast_inter1`, `bitcast_intra1` run in a
+session with inter_op/intra_op_parallelism_threads 1. `--bulk N` times bulk encode of N sentences instead.
+`python bench/serve_attention.py [--requests 300] [--variants transpose,bitcast] [--bulk 4096 --repeats 4]`.
 """
 import argparse, json, math, os, pathlib, sys, tempfile, time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
