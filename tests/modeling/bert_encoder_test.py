@@ -1,4 +1,4 @@
-"""BertEncoder on a tiny config: shapes, masking, dropout only in training, config readers."""
+"""BertEncoder on a tiny config: shapes, masking, dropout only in training, config readers, integer head swaps."""
 import json
 
 import numpy as np
@@ -108,3 +108,15 @@ def test_mixed_precision_policy_matches_float32(policy, atol):
   for key in ("embedding_output", "sequence_output", "pooled_output"):
     got = out[key].numpy().astype(np.float32)
     np.testing.assert_allclose(got, want[key].numpy(), rtol=0, atol=atol, err_msg=key)
+
+
+def test_attention_moves_heads_without_float_transposes():
+  # oneDNN takes float Transposes (a per-call set-up that dominated one-sentence serving); integer ones it leaves.
+  encoder = BertEncoder(TINY)
+  inputs = _inputs([[1, 5, 6, 2, 0]], [[1, 1, 1, 1, 0]])
+  graph = tf.function(encoder).get_concrete_function(inputs).graph
+  transposes = [op for op in graph.get_operations() if op.type == "Transpose"]
+  assert len(transposes) == 4 * TINY.num_hidden_layers
+  assert {op.get_attr("T") for op in transposes} == {tf.int32}
+  x = tf.random.stateless_normal([2, 5, 4, 8], seed=[1, 2])
+  np.testing.assert_array_equal(layers.swap_heads(x).numpy(), tf.transpose(x, [0, 2, 1, 3]).numpy())
