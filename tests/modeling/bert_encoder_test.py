@@ -120,3 +120,22 @@ def test_attention_moves_heads_without_float_transposes():
   assert {op.get_attr("T") for op in transposes} == {tf.int32}
   x = tf.random.stateless_normal([2, 5, 4, 8], seed=[1, 2])
   np.testing.assert_array_equal(layers.swap_heads(x).numpy(), tf.transpose(x, [0, 2, 1, 3]).numpy())
+
+
+def test_head_swaps_pass_gradients_as_a_float_transpose_does():
+  # A bitcast has no gradient of its own: without swap_heads' gradient, the query/key/value weights get none
+  # (siamese fine-tuning and a Hub export's training flag read them).
+  x = tf.random.stateless_normal([2, 5, 4, 8], seed=[3, 4])
+  w = tf.random.stateless_normal([2, 4, 5, 8], seed=[5, 6])
+  with tf.GradientTape(persistent=True) as tape:
+    tape.watch(x)
+    swapped = tf.reduce_sum(layers.swap_heads(x) * w)
+    transposed = tf.reduce_sum(tf.transpose(x, [0, 2, 1, 3]) * w)
+  np.testing.assert_array_equal(tape.gradient(swapped, x).numpy(), tape.gradient(transposed, x).numpy())
+  encoder = BertEncoder(TINY)
+  inputs = _inputs([[1, 5, 6, 2, 0]], [[1, 1, 1, 1, 0]])
+  with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(encoder(inputs)["sequence_output"])
+  grads = tape.gradient(loss, encoder.trainable_variables)
+  assert [v.name for v, g in zip(encoder.trainable_variables, grads) if g is None] == [
+      v.name for v in encoder.trainable_variables if "pooler" in v.name]
