@@ -5,7 +5,7 @@ variant of SelfAttention's head split/merge, loads each export in its own sessio
 requests with the variants interleaved request by request (rotated order). Prints per variant: p50/p99 ms, the
 graph's float and int32 Transpose node counts, and max |diff| of the embeddings against `transpose` over the
 timed sentences. Variants: `transpose` (float tf.transpose), `bitcast` (the int32 bitcast transposed, as
-layers.swap_heads does), `einsum` (no explicit transposes); `inter1`, `bitcast_inter1`, `bitcast_intra1` run in a
+layers.swap_heads does), `swap_heads` (layers.swap_heads itself, with its custom gradient), `einsum` (no explicit transposes); `inter1`, `bitcast_inter1`, `bitcast_intra1` run in a
 session with inter_op/intra_op_parallelism_threads 1. `--bulk N` times bulk encode of N sentences instead.
 `python bench/serve_attention.py [--requests 300] [--variants transpose,bitcast] [--bulk 4096 --repeats 4]`.
 """
@@ -28,6 +28,11 @@ def transpose_bitcast(x, perm):
   """The same bits moved as int32: TF's own Transpose kernel, not oneDNN's float one."""
   return tf.bitcast(tf.transpose(tf.bitcast(x, tf.int32), perm), tf.float32)
 
+def swap_heads(x, perm):
+  """layers.swap_heads, the product's: transpose_bitcast with its own gradient (tf.custom_gradient)."""
+  assert list(perm) == [0, 2, 1, 3]
+  return layers.swap_heads(x)
+
 def einsum_call(self, x, attention_bias, training=False):
   """No explicit transposes: einsum over [B, S, N, D] (its own layout moves inside)."""
   batch, seq = tf.shape(attention_bias)[0], tf.shape(attention_bias)[3]
@@ -38,7 +43,8 @@ def einsum_call(self, x, attention_bias, training=False):
   context = tf.einsum("bnqk,bknd->bqnd", probs, v)
   return tf.reshape(context, [batch * seq, self.num_heads * self.head_size])
 
-VARIANTS = {"transpose": transpose_float, "bitcast": transpose_bitcast, "inter1": transpose_float,
+VARIANTS = {"transpose": transpose_float, "bitcast": transpose_bitcast, "swap_heads": swap_heads,
+            "inter1": transpose_float,
             "bitcast_inter1": transpose_bitcast, "bitcast_intra1": transpose_bitcast, "einsum": None}
 
 def patched(move):
@@ -65,7 +71,7 @@ def main():
     return bulk(args, sents[:args.bulk])
   emb = SentenceEmbedder(loaders.load_model("all-minilm-l6-v2"), "first-last-avg", max_seq_length=64)
   flow = glow.Glow.from_config("config_l3_d3_w32", dim=emb.dim, init="ddi", seed=0)
-  flow.data_init(tf.constant(EmbeddingStore(emb).vectors(sents[:256], emb.pooling, show_progress=False)))
+  flow.data_init(tf.constant(EmbeddingStore(emb).vectors(sents[:256], emb.pooling_spec, show_progress=False)))
   original, models = layers.SelfAttention.call, {}
   for name in args.variants.split(","):
     if name == "einsum":
@@ -110,14 +116,14 @@ def bulk(args, sents):
   for name in args.variants.split(","):
     layers.SelfAttention.call = einsum_call if name == "einsum" else patched(VARIANTS[name])
     embedders[name] = SentenceEmbedder(loaders.load_model("all-minilm-l6-v2"), "first-last-avg", max_seq_length=64)
-    EmbeddingStore(embedders[name]).vectors(sents[:256], embedders[name].pooling, show_progress=False)  # trace
+    EmbeddingStore(embedders[name]).vectors(sents[:256], embedders[name].pooling_spec, show_progress=False)  # trace
     layers.SelfAttention.call = original
   seconds, out = {n: [] for n in embedders}, {}
   load = os.getloadavg()
   for _ in range(args.repeats):
     for name, emb in embedders.items():
       t = time.perf_counter()
-      out[name] = EmbeddingStore(emb).vectors(sents, emb.pooling, show_progress=False)
+      out[name] = EmbeddingStore(emb).vectors(sents, emb.pooling_spec, show_progress=False)
       seconds[name].append(time.perf_counter() - t)
   print(json.dumps({"sentences": len(sents), "seconds": {n: [round(x, 2) for x in v] for n, v in seconds.items()},
                     "max_abs_diff": {n: float(np.max(np.abs(out[n] - out["transpose"]))) for n in out},

@@ -17,7 +17,7 @@ import glow
 sents = stsb_sentences(os.environ.get("BERT_FLOW_DATA", str(pathlib.Path(__file__).resolve().parents[2] / "shared" / "data")))
 emb = SentenceEmbedder(loaders.load_model("all-minilm-l6-v2"), "first-last-avg", max_seq_length=64)
 flow = glow.Glow.from_config("config_l3_d3_w32", dim=emb.dim, init="ddi", seed=0)
-flow.data_init(tf.constant(EmbeddingStore(emb).vectors(sents[:256], emb.pooling, show_progress=False)))
+flow.data_init(tf.constant(EmbeddingStore(emb).vectors(sents[:256], emb.pooling_spec, show_progress=False)))
 d = tempfile.mkdtemp()
 text_dir = export.export_models(emb, flow, d)["text"]
 m = session_loader.SessionModel(text_dir)
