@@ -1,9 +1,9 @@
 """Embedding quantization in sentence-transformers' layouts (`sentence_transformers.quantization.quantize_embeddings`).
 
   "float32"  np.float32 [n, D], unchanged.
-  "uint8"    np.uint8 [n, D]: per dimension, 256 buckets between that dimension's min and max, (x - min) / step
-             with step = (max - min) / 255, cut to an integer.
-  "int8"     np.int8 [n, D]: (x - min) / step - 128, cut toward zero (so not always the uint8 bucket minus 128).
+  "uint8"    np.uint8 [n, D]: per dimension, 256 buckets between that dimension's min and max, floor((x - min) /
+             step) with step = (max - min) / 255, clipped to 0..255.
+  "int8"     np.int8 [n, D]: the uint8 bucket - 128.
   "ubinary"  np.uint8 [n, ceil(D / 8)]: np.packbits(x > 0) of each row (the first dimension is the high bit).
   "binary"   np.int8 [n, ceil(D / 8)]: the ubinary byte minus 128.
 
@@ -11,8 +11,8 @@ The min and max come from `ranges` ([2, D]: row 0 the minima, row 1 the maxima),
 `calibration_embeddings`, else from the embeddings themselves (unstable under 100 rows: a warning says so).
 
 Where a value falls outside the ranges (vectors quantized with ranges fitted on others) it is clipped to the end
-bucket, and a dimension whose min equals its max maps to bucket 0: sentence-transformers casts those to an integer
-unchecked (platform-dependent wrap-around, or NaN). The bits of a row are packed per row, so D need not be a
+bucket, as sentence-transformers 6 clips; a dimension whose min equals its max maps to bucket 0 (sentence-transformers
+takes a step of 1 there, the same bucket for values inside the range). The bits of a row are packed per row, so D need not be a
 multiple of 8 (sentence-transformers packs the flattened matrix: the same bytes when 8 divides D).
 
 Legend: n = vectors, D = width.
@@ -62,9 +62,8 @@ def quantize_embeddings(embeddings, precision, ranges=None, calibration_embeddin
   steps = (ranges[1] - ranges[0]) / _BUCKETS
   with np.errstate(divide="ignore", invalid="ignore"):                          # in the inputs' dtype, as ST
     buckets = np.where(steps > 0, (embeddings - starts) / steps, 0)              # [n, D], 0..255 inside the ranges
-  if precision == "uint8":
-    return np.clip(np.trunc(buckets), 0, _BUCKETS).astype(np.uint8)
-  return np.clip(np.trunc(buckets - 128), -128, 127).astype(np.int8)             # cut toward 0 after the shift
+  buckets = np.clip(np.floor(buckets), 0, _BUCKETS)
+  return buckets.astype(np.uint8) if precision == "uint8" else (buckets - 128).astype(np.int8)
 
 
 def _ranges(embeddings, precision, ranges, calibration_embeddings):

@@ -51,14 +51,10 @@ def bucket_middles(ranges):
 
 
 def dequantize(codes, ranges):
-  """int8 [n, D'] codes -> float32 [n, D'], each at the middle of its bucket: lo + (c + 128 + sign(c) / 2) step.
-
-  int8 cuts (x - lo) / step - 128 toward zero, so code c > 0 holds [c, c + 1), c < 0 holds (c - 1, c] and 0 holds
-  (-1, 1), in steps from lo + 128 step.
-  """
+  """int8 [n, D'] codes -> float32 [n, D'], each at the middle of its bucket: lo + (c + 128.5) step (code c holds
+  [c + 128, c + 129) steps from lo: `quantization`'s int8 is the floor bucket - 128)."""
   lo, step = bucket_middles(ranges)
-  codes = np.asarray(codes, np.float32)
-  return lo + (codes + np.float32(128) + np.float32(0.5) * np.sign(codes)) * step
+  return lo + (np.asarray(codes, np.float32) + np.float32(128.5)) * step
 
 
 def check_search_args(top_k, candidates):

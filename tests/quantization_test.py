@@ -25,8 +25,8 @@ def test_uint8_and_int8_use_256_buckets_between_each_dimensions_min_and_max():
   uint8 = quantization.quantize_embeddings(x, "uint8")
   assert uint8.dtype == np.uint8 and uint8.tolist() == [[0, 0], [254, 254], [127, 127]]
   int8 = quantization.quantize_embeddings(x, "int8")
-  # int8 shifts before cutting toward zero, as sentence-transformers: 127.5 - 128 = -0.5 -> 0 (not 127 - 128).
-  assert int8.dtype == np.int8 and int8.tolist() == [[-128, -128], [126, 126], [0, 0]]
+  # int8 is the uint8 bucket - 128, as sentence-transformers 6 (clip(floor((x - min) / step), 0, 255) - 128).
+  assert int8.dtype == np.int8 and int8.tolist() == [[-128, -128], [126, 126], [-1, -1]]
   exact = quantization.quantize_embeddings(x.astype(np.float64), "uint8")  # float64: the max lands on 255
   assert exact.tolist() == [[0, 0], [255, 255], [127, 127]]
 

@@ -23,11 +23,11 @@ from tests.embedding.tiny_model import SENTENCES, tiny_model
 def _brute_force(q, x, ranges, k, candidates):
   """The expected (indices [n, k], scores [n, k]): sign mismatches counted on the floats, the `candidates` fewest
   (lower index first on ties), rescored by the cosine of q and the codes read back to their bucket middles (code c
-  > 0 holds [c, c + 1), c < 0 (c - 1, c], 0 (-1, 1), in steps from lo + 128 steps)."""
+  holds [c + 128, c + 129) steps from lo)."""
   distance = ((q[:, None, :] > 0) != (x[None, :, :] > 0)).sum(-1)                       # [n, M]
   codes = quantization.quantize_embeddings(x, "int8", ranges=ranges).astype(np.float64)
   lo, hi = ranges.astype(np.float64)
-  back = lo + (codes + 128 + np.sign(codes) / 2) * (hi - lo) / 255   # int8 cuts toward zero: c's bucket middle
+  back = lo + (codes + 128.5) * (hi - lo) / 255                       # c's bucket middle
   back /= np.linalg.norm(back, axis=1, keepdims=True)
   out_ids, out_scores = [], []
   for row_q, row_d in zip(q.astype(np.float64), distance):

@@ -90,10 +90,10 @@ class GraphQuantizer(tf.Module):
     for precision in self.precisions:
       if precision in ("int8", "uint8"):
         buckets = tf.where(self.step > 0, (x - self.lo) / self.step, tf.zeros_like(x))  # [B, D]
-        # Cut toward zero (a float -> int cast), after the shift for int8, as quantization.quantize_embeddings.
-        shift, low, high = (128., -128., 127.) if precision == "int8" else (0., 0., 255.)
-        codes = tf.cast(tf.clip_by_value(buckets - shift, low, high), tf.int32)
-        out[f"embeddings_{precision}"] = tf.cast(codes, tf.int8 if precision == "int8" else tf.uint8)
+        # The floor bucket clipped to 0..255, minus 128 for int8, as quantization.quantize_embeddings.
+        codes = tf.cast(tf.clip_by_value(tf.floor(buckets), 0., 255.), tf.int32)
+        out[f"embeddings_{precision}"] = tf.cast(codes - 128, tf.int8) if precision == "int8" else tf.cast(
+            codes, tf.uint8)
         continue
       buckets = tf.cast(_pack_bits(x, 8), tf.int32)                                    # [B, ceil(D / 8)]
       signed = precision == "binary"
@@ -149,7 +149,7 @@ class BinaryIndex(tf.Module):
     cand = tf.map_fn(nearest, query_words, fn_output_signature=tf.TensorSpec([None], tf.int32),
                      parallel_iterations=_QUERY_PARALLELISM)                          # [B, C]
     codes = tf.cast(tf.gather(self.codes, cand), tf.float32)                          # [B, C, D']
-    vectors = self.lo + (codes + 128. + 0.5 * tf.sign(codes)) * self.step             # bucket middles
+    vectors = self.lo + (codes + 128.5) * self.step                                     # bucket middles
     vectors = vectors / tf.maximum(tf.norm(vectors, axis=-1, keepdims=True), 1e-12)
     q = q / tf.maximum(tf.norm(q, axis=-1, keepdims=True), 1e-12)
     scores = tf.einsum("bd,bcd->bc", q, vectors)                                      # [B, C]
