@@ -166,14 +166,9 @@ def fit(method, x, fit_config=None):
   if streamed and x.rows.sum() < 2:
     raise ValueError(f"a calibration is fitted on N >= 2 sentence vectors, the store holds {x.rows.sum()} of them")
   if not streamed:
-    x = np.asarray(x, np.float32)
-    if x.ndim != 2 or len(x) < 2:
-      raise ValueError(f"a calibration is fitted on sentence vectors [N >= 2, D], got shape {x.shape}")
+    x = _vectors(x)
   if method != FLOW:
-    try:
-      baseline = baselines.make_baseline(method)
-    except ValueError as e:
-      raise ValueError(f"unknown calibration method {method!r}; allowed: {METHODS}") from e
+    baseline = _baseline(method)
     if not streamed:
       return _with_ranges(BaselineCalibration(baseline.fit(x)), x)
     if not isinstance(baseline, baselines.Whitening):
@@ -204,10 +199,24 @@ def fit_baselines(methods, x):
   """
   if isinstance(x, store_stream.StoreShards):
     return [fit(method, x) for method in methods]
-  x, shared = np.asarray(x, np.float32), decompositions.Shared()
+  x, shared = _vectors(x), decompositions.Shared()
+  return [_with_ranges(BaselineCalibration(_baseline(method).fit(x, shared)), x) for method in methods]
+
+
+def _vectors(x):
+  """x as float32 [N >= 2, D], else ValueError."""
+  x = np.asarray(x, np.float32)
   if x.ndim != 2 or len(x) < 2:
     raise ValueError(f"a calibration is fitted on sentence vectors [N >= 2, D], got shape {x.shape}")
-  return [_with_ranges(BaselineCalibration(baselines.make_baseline(method).fit(x, shared)), x) for method in methods]
+  return x
+
+
+def _baseline(method):
+  """An unfitted baselines object for `method`, else ValueError naming the allowed methods."""
+  try:
+    return baselines.make_baseline(method)
+  except ValueError as e:
+    raise ValueError(f"unknown calibration method {method!r}; allowed: {METHODS}") from e
 
 
 def load_calibration(folder, flow_info=None):
