@@ -56,6 +56,7 @@ def test_help_exits_0_and_a_run_says_what_to_install_without_apache_beam(tmp_pat
   assert not (tmp_path / "cache").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("apache_beam") is None, reason="apache_beam is not installed")
 def test_bad_inputs_end_in_one_line_before_any_work(tmp_path):
   model = tiny_runs.tiny_model_dir(tmp_path)

@@ -77,6 +77,7 @@ def test_mirrored_strategy_matches_single_device_in_input_order(model, cpu_strat
   np.testing.assert_array_equal(got[0], got[2])
 
 
+@pytest.mark.slow
 @pytest.mark.distributed
 def test_xla_on_static_shapes_matches_the_dynamic_path(tmp_path, cpu_strategy):
   # A one-block BERT: the test compiles it twice (one device, then each replica), and compiling grows with blocks.

@@ -13,13 +13,22 @@ from tests.embedding.engine_vectors import engine_vectors
 from tests.embedding.tiny_model import SENTENCES, tiny_model
 
 
-@pytest.fixture
-def model(tmp_path):
-  return tiny_model(tmp_path / "model")
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+  """One tiny BERT for the module: its traces (the stores' and engine_vectors') are made once."""
+  return tiny_model(tmp_path_factory.mktemp("model"))
+
+
+_EMBEDDERS = {}
 
 
 def embedder(model, name, max_seq_length=16):
-  return SentenceEmbedder(model, name, max_seq_length=max_seq_length)
+  """The module's SentenceEmbedder of `model` for (name, max_seq_length), shared as SentenceEncoder shares its own
+  across stores; a test that changes one makes its own."""
+  key = (id(model), name, max_seq_length)
+  if key not in _EMBEDDERS:
+    _EMBEDDERS[key] = SentenceEmbedder(model, name, max_seq_length=max_seq_length)
+  return _EMBEDDERS[key]
 
 
 def shards(cache_dir):
@@ -107,7 +116,8 @@ def test_ensure_stores_the_vectors_and_a_store_on_disk_holds_only_keys(tmp_path,
 
 def test_a_killed_encoding_keeps_its_finished_shards(tmp_path, model):
   cache_dir = str(tmp_path / "store")
-  store = EmbeddingStore(embedder(model, "last-avg"), cache_dir, batch_size=4, shard_size=10)
+  store = EmbeddingStore(SentenceEmbedder(model, "last-avg", max_seq_length=16), cache_dir, batch_size=4,
+                         shard_size=10)
   calls = []
   real = store.embedder.encode_quantities
 
@@ -126,7 +136,8 @@ def test_a_killed_encoding_keeps_its_finished_shards(tmp_path, model):
   assert rerun.encoded == len(set(SENTENCES)) - 20
 
 
-def test_the_store_key_covers_model_files_and_length(tmp_path, model):
+def test_the_store_key_covers_model_files_and_length(tmp_path):
+  model = tiny_model(tmp_path / "model")     # its own: a file is added to its folder
   a = EmbeddingStore(embedder(model, "last-avg"), str(tmp_path / "s")).folder
   assert EmbeddingStore(embedder(model, "last-avg", 8), str(tmp_path / "s")).folder != a
   assert EmbeddingStore(embedder(model, "emb-avg"), str(tmp_path / "s")).folder == a   # pooling-independent

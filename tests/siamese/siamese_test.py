@@ -240,7 +240,8 @@ def test_mixed_precision_trains_like_float32(tiny, straight, tmp_path):
   assert np.abs(mixed - full).max() > 0
 
 
-@pytest.mark.parametrize("l2_penalty", [0.0, pytest.param(0.05, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("l2_penalty", [0.0, 0.05])
 def test_no_labels_leaves_what_no_loss_reaches_bit_identical(tiny, tmp_path, l2_penalty):
   """num_examples=0: the label loss is a constant, so the classifier gets no gradient and no weight decay; BERT
   is untouched too unless the L2 penalty (added after the zeroed loss, as the original) reaches it."""
