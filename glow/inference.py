@@ -16,8 +16,8 @@ MAX_KEPT = 4  # kinds of Glow (config, width, init, dtype policy) whose traced i
 
 
 class _Twin:
-  """One Glow of a kind and its traced inference function (z only, no dropout); `latent(glow_model, x)` runs any Glow
-  of that kind on the trace with `glow_model`'s variables copied in, under a lock (one flow at a time)."""
+  """One Glow of a kind and its traced inference function `fn` (z only, no dropout); `transform` runs any Glow of that
+  kind on it with that Glow's variables copied in, under `lock` (one flow at a time)."""
 
   def __init__(self, glow_model):
     self.glow = Glow(glow_model.config, glow_model.dim, init=glow_model.init)

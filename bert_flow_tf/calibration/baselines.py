@@ -220,9 +220,8 @@ class SnNatsv(_Calibration):
     return self.sn.fitted and self.natsv.fitted
 
   def _fit(self, x, shared):
-    sn_x, sn_shared = shared.get("sn output",
-                                 lambda: (self.sn.fit(x, shared).transform(x), decompositions.Shared()))
     self.sn.fit(x, shared)
+    sn_x, sn_shared = shared.get("sn output", lambda: (self.sn.transform(x), decompositions.Shared()))
     self.natsv.fit(sn_x, sn_shared)
 
   def _apply(self, x):

@@ -118,7 +118,7 @@ def load_glow(flow_dir, info=None):
                            "steps); rerun the fit to resume it", flow_dir)
   try:
     glow_model = glow.Glow(glow.GlowConfig.from_dict(info["flow_config"]), info["dim"], init=info["fit"]["init"],
-                     seed=info["fit"]["seed"])
+                           seed=info["fit"]["seed"])
   except (TypeError, ValueError, KeyError, tf.errors.OpError) as e:
     raise errors.UserError(f"cannot build the flow it describes ({type(e).__name__}: {_one_line(e)})",
                            info_path) from e
@@ -198,4 +198,4 @@ def reuse(flow_dir, fit_config, provenance):
   if not os.path.isfile(os.path.join(flow_dir, INFO_FILE)):
     return None
   info = check(flow_dir, fit_config=fit_config, provenance=provenance)
-  return (load_glow(flow_dir), info) if info.get("complete") else None
+  return (load_glow(flow_dir, info), info) if info.get("complete") else None
