@@ -317,10 +317,16 @@ def table(args, results, scale_rows):
   return "\n".join(lines)
 
 
-def main():
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def data_parser(doc):
+  """An argparse parser with --data_dir and --cache_dir (the store), described by doc's first line."""
+  parser = argparse.ArgumentParser(description=doc.split("\n")[0])
   parser.add_argument("--data_dir", default=os.environ.get("BERT_FLOW_DATA", str(REPO.parent / "shared" / "data")))
   parser.add_argument("--cache_dir", default=str(REPO / "exp" / "store"))
+  return parser
+
+
+def main():
+  parser = data_parser(__doc__)
   parser.add_argument("--quick", action="store_true")
   parser.add_argument("--queries", type=int, default=1000)
   parser.add_argument("--widths", default="128,64", help="truncated widths besides the full one")

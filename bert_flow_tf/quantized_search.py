@@ -24,6 +24,7 @@ import numpy as np
 
 from bert_flow_tf import quantization
 from bert_flow_tf import search
+from bert_flow_tf import sentence_codes
 from bert_flow_tf.calibration import int8_ranges
 
 WORD_BITS = 64
@@ -191,4 +192,5 @@ def encoder_search(encoder, queries, corpus, top_k, precision, rescore, candidat
   """`semantic_search` for a SentenceEncoder: queries and corpus (str, list of str or vectors) as its `vectors_of`
   gives them for cosine (calibrated, cut to its truncate_dim), the int8 ranges its calibration saved, cut alike."""
   return semantic_search(encoder.vectors_of(queries, True), encoder.vectors_of(corpus, True), top_k, precision,
-                         rescore, candidates, int8_ranges.encoding_ranges(encoder.calibration, encoder.truncate_dim))
+                         rescore, candidates,
+                         sentence_codes.kept_ranges(encoder.int8_ranges, encoder.truncation_order, encoder.truncate_dim))

@@ -141,6 +141,11 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     return None if self.calibration is None else self.calibration.truncation_order
 
   @property
+  def int8_ranges(self):
+    """float32 [2, D] or None: its calibration's int8 ranges (`calibration.int8_ranges`; `sentence_codes`)."""
+    return None if self.calibration is None else self.calibration.int8_ranges
+
+  @property
   def dim(self):
     """int, the width of the calibrated vectors: the pooling's, or the calibration's (whitening-k: k)."""
     return self.embedder.dim if self.calibration is None else self.calibration.dim

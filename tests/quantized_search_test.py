@@ -231,13 +231,3 @@ def test_an_encoders_corpus_exports_block_by_block_and_exported_encoder_searches
     enc.semantic_search(queries, SENTENCES, precision="int8")
   with pytest.raises(ValueError, match=r"truncate_dim must be an int in 1..16 \(the embedding width\), got 17"):
     enc.export(str(tmp_path / "other"), corpus=SENTENCES, search="binary", truncate_dim=17)
-
-
-def test_encode_takes_the_saved_ranges_cut_as_the_vectors_and_not_for_unit_length_ones(gaussian):
-  x = gaussian[0][:, :16] + 1.
-  calibration = calibrator.fit("whitening", x)
-  np.testing.assert_array_equal(int8_ranges.encoding_ranges(calibration, 5), calibration.int8_ranges[:, :5])
-  assert int8_ranges.encoding_ranges(calibration, 5, normalized=True) is None
-  assert int8_ranges.encoding_ranges(None) is None
-  calibration.int8_ranges = None                      # a calibration saved before ranges were fitted
-  assert int8_ranges.encoding_ranges(calibration) is None

@@ -265,8 +265,6 @@ def export_encoder_corpus(encoder, calibration, corpus, export_dir, truncate_dim
   Returns:
     str, the SavedModel directory.
   """
-  if truncate_dim is not None:
-    check_truncate_dim(truncate_dim, encoder.dim)
   dims = truncation.kept_indices(encoder.truncation_order, truncate_dim, encoder.dim)   # [D']
   if not corpus:
     raise ValueError("a binary search export needs a corpus of at least one sentence")
@@ -281,9 +279,3 @@ def export_encoder_corpus(encoder, calibration, corpus, export_dir, truncate_dim
   return export_binary_search(encoder.embedder, calibration, blocks(), len(corpus), ranges, export_dir, version,
                               overwrite, dims)
 
-
-def check_truncate_dim(truncate_dim, dim):
-  """Returns truncate_dim if it is an int in 1..dim, else raises ValueError."""
-  if isinstance(truncate_dim, bool) or not isinstance(truncate_dim, (int, np.integer)) or not 1 <= truncate_dim <= dim:
-    raise ValueError(f"truncate_dim must be an int in 1..{dim} (the embedding width), got {truncate_dim!r}")
-  return int(truncate_dim)
