@@ -81,8 +81,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
   def __init__(self, model=presets.DEFAULT, calibration=None, batch_size=settings.BATCH_SENTENCES, cache_dir=None,
                prompts=None, default_prompt_name=None, truncate_dim=None, similarity_fn_name=None, normalize=None,
                pooling=None, max_seq_length=None, **load_kwargs):
-    folder = presets.model_dir(model) if isinstance(model, (str, os.PathLike)) else None
-    st = st_folder.read(folder) if folder is not None and st_folder.is_st_folder(folder) else None
+    st = st_folder.settings_of(model)
     if isinstance(model, SentenceEmbedder):
       if pooling or max_seq_length or load_kwargs:
         raise ValueError("pooling, max_seq_length and load options are the SentenceEmbedder's own: give a model")

@@ -237,10 +237,10 @@ def export_encoder(encoder, calibration, export_dir, version, overwrite, corpus,
                      f"{', '.join(quantized_search.SEARCH_PRECISIONS)}")
   quantizer = None
   if precisions:
-    quantizer = GraphQuantizer(precisions, None if encoder.calibration is None else encoder.calibration.int8_ranges,
-                               encoder.dim)
+    quantizer = GraphQuantizer(precisions, encoder.int8_ranges, encoder.dim)
   paths = export_lib.export_models(encoder.embedder, calibration, export_dir, version=version, overwrite=overwrite,
-                                   quantizer=quantizer, truncation_order=encoder.truncation_order)
+                                   quantizer=quantizer, truncation_order=encoder.truncation_order,
+                                   int8_ranges=encoder.int8_ranges, normalize=encoder.normalize)
   if corpus is not None and search == "binary":
     paths[KIND] = export_encoder_corpus(encoder, calibration, list(corpus), export_dir, truncate_dim, version,
                                         overwrite)
@@ -274,7 +274,7 @@ def export_encoder_corpus(encoder, calibration, corpus, export_dir, truncate_dim
       block = corpus[start:start + BLOCK_ROWS]
       yield block, encoder._embed(block, show_progress_bar=False)[:, dims]  # pylint: disable=protected-access
 
-  ranges = None if encoder.calibration is None else encoder.calibration.int8_ranges
+  ranges = encoder.int8_ranges
   ranges = int8_ranges.fit_ranges(v for _, v in blocks()) if ranges is None else ranges[:, dims]
   return export_binary_search(encoder.embedder, calibration, blocks(), len(corpus), ranges, export_dir, version,
                               overwrite, dims)

@@ -156,7 +156,7 @@ def check_version(version):
 
 
 def export_models(embedder, calibration, export_dir, version=1, overwrite=False, quantizer=None,
-                  truncation_order=None):
+                  truncation_order=None, int8_ranges=None, normalize=False):
   """Writes the text and ids SavedModels and export_info.json under `export_dir`.
 
   Args:
@@ -171,6 +171,10 @@ def export_models(embedder, calibration, export_dir, version=1, overwrite=False,
       its outputs ("embeddings_int8", ...: the embeddings in sentence-transformers' quantized layouts).
     truncation_order: int [D] or None, the calibration's truncation order (`calibration.truncation`), recorded in
       export_info.json for an ExportedEncoder's truncate_dim.
+    int8_ranges: float [2, D] or None, the calibration's int8 ranges, recorded in export_info.json for an
+      ExportedEncoder's precision codes (`sentence_codes`: the same as the quantizer's outputs).
+    normalize: bool, the model ends with a Normalize (recorded: an ExportedEncoder's `encode` applies it; the
+      SavedModels return the calibrated vectors, which `embeddings_int8` and the rest quantize).
 
   Returns:
     dict: "text" and "ids" (the SavedModel directories) and "info" (the JSON file).
@@ -201,6 +205,9 @@ def export_models(embedder, calibration, export_dir, version=1, overwrite=False,
     info["precisions"] = list(quantizer.precisions)
   if truncation_order is not None:
     info["truncation_order"] = [int(i) for i in truncation_order]
+  if int8_ranges is not None:
+    info["int8_ranges"] = np.asarray(int8_ranges, np.float32).tolist()
+  info["normalize"] = bool(normalize)
   io_utils.write_text(info_path, json.dumps(info, indent=2) + "\n")
   return dict(paths, info=info_path)
 
