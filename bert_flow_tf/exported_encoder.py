@@ -143,7 +143,7 @@ class ExportedEncoder(st_api.StApi):
   def _token_outputs(self, texts, batch_size):
     raise ValueError("an export serves sentence vectors only: output_value must be 'sentence_embedding'")
 
-  def search(self, queries, k=10, precision="float32", candidates=quantized_search.DEFAULT_CANDIDATES):
+  def search(self, queries, k=10, precision="float32", candidates=None):
     """The export's corpus searched in its graph: top-k by cosine (precision "float32", search/<version>), or by
     Hamming distance with int8 rescoring of `candidates` ("binary", binary_search/<version>).
 
@@ -151,15 +151,13 @@ class ExportedEncoder(st_api.StApi):
       queries: str or list of n str.
       k: int >= 1.
       precision: "float32" or "binary".
-      candidates: int >= k, the Hamming-nearest rescored (binary).
+      candidates: int >= k or None (`quantized_search.candidates_for`), the Hamming-nearest rescored (binary).
 
     Returns:
       list of n lists of {"corpus_id": int, "score": float, "sentence": str}, best first.
     """
     search.check_top_k(k, "k")
-    if precision not in quantized_search.SEARCH_PRECISIONS:
-      raise ValueError(f"search precision {precision!r} is not supported; use one of "
-                       f"{', '.join(quantized_search.SEARCH_PRECISIONS)}")
+    quantized_search.check_search_precision(precision)
     model = self.search_model if precision == "float32" else self.binary_search_model
     if model is None:
       how = "corpus=..." if precision == "float32" else 'corpus=..., search="binary"'
@@ -168,8 +166,7 @@ class ExportedEncoder(st_api.StApi):
     queries = [queries] if isinstance(queries, str) else list(queries)
     inputs = {"queries": tf.constant(queries, tf.string), "k": tf.constant(k, tf.int32)}
     if precision == "binary":
-      quantized_search.check_search_args(k, candidates)
-      inputs["candidates"] = tf.constant(candidates, tf.int32)
+      inputs["candidates"] = tf.constant(quantized_search.candidates_for(k, candidates), tf.int32)
     out = model.signatures["serving_default"](**inputs)
     indices, scores, sentences = (out[name].numpy() for name in ("indices", "scores", "sentences"))
     return [[{"corpus_id": int(i), "score": float(s), "sentence": t.decode("utf-8")}

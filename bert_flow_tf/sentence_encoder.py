@@ -63,7 +63,8 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
 
   Args:
     model: a model name, path or loaders.LoadedModel (see `from_pretrained`), or a
-      bert_flow_tf.embedding.embedder.SentenceEmbedder (its model, pooling and max_seq_length).
+      bert_flow_tf.embedding.embedder.SentenceEmbedder (its model, pooling and max_seq_length; the Normalize,
+      prompts and similarity of its model's sentence-transformers folder, as for a name).
     calibration: a calibration.calibrator calibration fitted on this embedder's vectors, or None.
     batch_size: int, sentences per encoding batch unless `encode` is given one.
     cache_dir: str or None, keep the raw vectors on disk there (the embedding store of run_flow.py); None: memory.
@@ -81,7 +82,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
   def __init__(self, model=presets.DEFAULT, calibration=None, batch_size=settings.BATCH_SENTENCES, cache_dir=None,
                prompts=None, default_prompt_name=None, truncate_dim=None, similarity_fn_name=None, normalize=None,
                pooling=None, max_seq_length=None, **load_kwargs):
-    st = st_folder.settings_of(model)
+    st = st_folder.settings_of(model.loaded.source if isinstance(model, SentenceEmbedder) else model)
     if isinstance(model, SentenceEmbedder):
       if pooling or max_seq_length or load_kwargs:
         raise ValueError("pooling, max_seq_length and load options are the SentenceEmbedder's own: give a model")

@@ -37,7 +37,6 @@ from bert_flow_tf.cli import outputs
 from bert_flow_tf.embedding import settings
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.exported_encoder import ExportedEncoder
-from bert_flow_tf.loaders import st_folder
 from bert_flow_tf.sentence_encoder import SentenceEncoder
 from bert_flow_tf.utils import distribute
 from bert_flow_tf.utils import errors
@@ -77,8 +76,7 @@ def main(argv):
     embedder = SentenceEmbedder(model, FLAGS.pooling, FLAGS.max_seq_length, strategy=strategy,
                                 static_shapes=engine_flags.static_shapes_from_flags(strategy),
                                 use_xla=FLAGS.use_xla)
-    st = st_folder.settings_of(FLAGS.model_dir)  # the model's Normalize, as SentenceEncoder applies it
-    encoder = SentenceEncoder(embedder, batch_size=FLAGS.encode_batch_sentences, normalize=bool(st and st.normalize))
+    encoder = SentenceEncoder(embedder, batch_size=FLAGS.encode_batch_sentences)  # with the model's Normalize
     what = embedder.pooling_spec.describe()
     if FLAGS.flow_checkpoint:
       try:

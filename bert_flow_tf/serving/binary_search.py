@@ -232,9 +232,7 @@ def export_encoder(encoder, calibration, export_dir, version, overwrite, corpus,
   Returns:
     dict: "text", "ids", "info" and (binary) KIND: the paths written.
   """
-  if search not in quantized_search.SEARCH_PRECISIONS:
-    raise ValueError(f"search precision {search!r} is not supported; use one of "
-                     f"{', '.join(quantized_search.SEARCH_PRECISIONS)}")
+  quantized_search.check_search_precision(search)
   quantizer = None
   if precisions:
     quantizer = GraphQuantizer(precisions, encoder.int8_ranges, encoder.dim)
