@@ -46,7 +46,7 @@ def pack_words(vectors):
   return padded.view(">u8").astype(np.uint64).view(np.int64)
 
 
-def bucket_middles(ranges):
+def bucket_starts_and_widths(ranges):
   """(lo float32 [D'], step float32 [D']): the buckets' start and width (see `dequantize`)."""
   ranges = np.asarray(ranges, np.float32)
   return ranges[0], (ranges[1] - ranges[0]) / np.float32(255)
@@ -55,7 +55,7 @@ def bucket_middles(ranges):
 def dequantize(codes, ranges):
   """int8 [n, D'] codes -> float32 [n, D'], each at the middle of its bucket: lo + (c + 128.5) step (code c holds
   [c + 128, c + 129) steps from lo: `quantization`'s int8 is the floor bucket - 128)."""
-  lo, step = bucket_middles(ranges)
+  lo, step = bucket_starts_and_widths(ranges)
   return lo + (np.asarray(codes, np.float32) + np.float32(128.5)) * step
 
 

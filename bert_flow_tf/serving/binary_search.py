@@ -81,7 +81,7 @@ class GraphQuantizer(tf.Module):
                        f"{list(precisions)}")
     self.lo = self.step = None
     if {"int8", "uint8"} & set(self.precisions):
-      lo, step = quantized_search.bucket_middles(_check_int8_ranges(ranges, dim))
+      lo, step = quantized_search.bucket_starts_and_widths(_check_int8_ranges(ranges, dim))
       self.lo = tf.Variable(lo, trainable=False, name="int8_lo")
       self.step = tf.Variable(step, trainable=False, name="int8_step")
 
@@ -129,7 +129,7 @@ class BinaryIndex(tf.Module):
     self.words = tf.Variable(np.ascontiguousarray(corpus.words[:corpus.filled].T), trainable=False,
                              name="words")                                            # [W, M]
     self.codes = tf.Variable(corpus.codes[:corpus.filled], trainable=False, name="codes")   # [M, D']
-    lo, step = quantized_search.bucket_middles(corpus.ranges)
+    lo, step = quantized_search.bucket_starts_and_widths(corpus.ranges)
     self.lo = tf.Variable(lo, trainable=False, name="lo")
     self.step = tf.Variable(step, trainable=False, name="step")
 
