@@ -31,18 +31,9 @@ from bert_flow_tf.data import tasks
 from bert_flow_tf.evaluation import metrics
 from bert_flow_tf.sentence_encoder import SentenceEncoder
 from bench.quantized import data_parser
+from bench.quantized import pair_score
 from bench.quantized import task_sentences
 # pylint: enable=wrong-import-position
-
-
-def pair_score(a, b, precision):
-  """Cosine of rows a[i], b[i] of encode's output: float or integer codes, or packed sign bits."""
-  if precision in ("binary", "ubinary"):
-    bits_a = np.unpackbits(a.view(np.uint8), axis=1)
-    bits_b = np.unpackbits(b.view(np.uint8), axis=1)
-    return 1 - 2 * (bits_a != bits_b).mean(axis=1)
-  a, b = a.astype(np.float64), b.astype(np.float64)
-  return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
 
 
 def scores(enc, fit_sentences, test, width):
