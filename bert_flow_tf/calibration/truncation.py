@@ -53,7 +53,7 @@ def kept(order, truncate_dim, dim):
 
 
 def kept_indices(order, truncate_dim, dim):
-  """`kept` as int32 [k'] indices (k' = min(truncate_dim or dim, dim)), for a graph's gather."""
+  """`kept` as int32 [k'] indices (k' = truncate_dim, or dim for None), for a graph's gather."""
   return np.arange(dim, dtype=np.int32)[kept(order, truncate_dim, dim)]
 
 
