@@ -156,6 +156,10 @@ def _export(experiment):
   paths = export.export_models(experiment.embedder, glow_model, FLAGS.export_dir, overwrite=True)
   logging.info("exported %s (flow: %s): %s and %s", FLAGS.export_dir, FLAGS.export_flow, paths["text"],
                paths["ids"])
+  if FLAGS.export_litert:
+    from bert_flow_tf.serving import litert  # pylint: disable=g-import-not-at-top
+    logging.info("exported %s", litert.export_litert(experiment.embedder, glow_model, FLAGS.export_dir,
+                                                     overwrite=True))
 
 
 def run():
