@@ -136,18 +136,25 @@ def export_litert(embedder, calibration, export_dir, normalize=False, dims=None,
     export_dir: str.
     normalize: bool, unit length after the calibration (the model's Normalize).
     dims: int [D'] or None, the calibrated dimensions kept, in order (calibration.truncation.kept_indices).
-    overwrite: bool, replace an existing litert/ that holds other files than these.
+    overwrite: bool, replace an existing litert/ (only if it holds nothing but these files); otherwise it is an
+      error.
 
   Returns:
     dict: "fp32" and "int8", the two files' paths.
+
+  Raises:
+    FileExistsError: litert/ exists and overwrite is False.
+    errors.UserError: litert/ holds other files.
   """
   path = os.path.join(export_dir, KIND)
+  if os.path.exists(path) and not overwrite:
+    raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
   module = _LiteRtEmbedder(embedder, calibration, normalize, dims)
   description = (f"{embedder.pooling_spec.describe()}; calibration: {_calibration_name(calibration)}; "
                  f"normalize: {bool(normalize)}; dims: {'all' if dims is None else len(dims)}; "
                  f"max_seq_length: {embedder.max_seq_length}")
   vocab_file = embedder.tokenizer.vocab_file.asset_path.numpy().decode("utf-8")
-  with io_utils.atomic_dir(path, own=(FP32_FILE, INT8_FILE), overwrite=overwrite) as tmp:
+  with io_utils.atomic_dir(path, own=(FP32_FILE, INT8_FILE), remedy="remove it") as tmp:
     for name, int8 in ((FP32_FILE, False), (INT8_FILE, True)):
       with open(os.path.join(tmp, name), "wb") as f:
         f.write(with_metadata(convert(module, int8), vocab_file, description))

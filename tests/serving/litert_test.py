@@ -84,10 +84,12 @@ def test_readme_mediapipe_lines_run_on_the_export(exported):
   np.testing.assert_allclose(scope["vector"], exported["encoder"].encode("A man is playing a guitar."), atol=5e-2)
 
 
-def test_an_existing_litert_folder_of_other_files_is_refused_before_any_conversion(tmp_path):
+def test_an_existing_litert_folder_needs_overwrite_and_one_of_other_files_is_refused(tmp_path):
   embedder = SentenceEmbedder(tiny_model(tmp_path / "bert"), "last-avg", 16)
   (tmp_path / "export" / "litert").mkdir(parents=True)
   (tmp_path / "export" / "litert" / "notes.txt").write_text("mine\n")
-  with pytest.raises(errors.UserError, match="litert"):
+  with pytest.raises(FileExistsError, match="litert exists; pass overwrite=True"):
     litert.export_litert(embedder, None, str(tmp_path / "export"))
+  with pytest.raises(errors.UserError, match="litert"):
+    litert.export_litert(embedder, None, str(tmp_path / "export"), overwrite=True)
   assert (tmp_path / "export" / "litert" / "notes.txt").read_text() == "mine\n"
