@@ -119,12 +119,11 @@ def with_metadata(model, vocab_file, description):
 
 
 def _input_tensor_names(model):
-  """The converted model's input tensor names in INPUT_NAMES' order (the converter may prefix them)."""
+  """The converted model's tensor names of the signature's inputs, in INPUT_NAMES' order ("serving_default_ids:0",
+  ...: the converter prefixes them)."""
   from ai_edge_litert import interpreter as litert  # pylint: disable=import-outside-toplevel
-  details = litert.Interpreter(model_content=model).get_input_details()
-  names = [d["name"] for d in details]
-  ordered = [next(n for n in names if n == name or n.endswith(f"_{name}:0")) for name in INPUT_NAMES]
-  return ordered
+  inputs = litert.Interpreter(model_content=model).get_signature_runner().get_input_details()  # name -> details
+  return [inputs[name]["name"] for name in INPUT_NAMES]
 
 
 def export_litert(embedder, calibration, export_dir, normalize=False, dims=None, overwrite=False):
