@@ -38,6 +38,7 @@ from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.serving import binary_search
 from bert_flow_tf.serving import export as export_lib
+from bert_flow_tf.serving import litert as litert_export
 from bert_flow_tf.serving import search_model
 from bert_flow_tf.utils import io_utils
 
@@ -270,7 +271,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     return super().semantic_search(queries, corpus, top_k)
 
   def export(self, export_dir, version=1, overwrite=False, corpus=None, search="float32", truncate_dim=None,
-             precisions=()):
+             precisions=(), litert=False):
     """Writes the servable SavedModels, with the calibration in the graph (a flow, or a baseline as export.Affine):
     export_dir/text/<version> (strings in), ids/<version> (token ids in) and export_info.json (serving/export.py),
     as run_flow.py --export_dir; with a corpus also search/<version> (serving/search_model.py) or
@@ -282,24 +283,23 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
       overwrite: bool, replace existing versions (SavedModels only; see serving/export.py).
       corpus: None, a list of str, or the path of a UTF-8 file with one sentence per line.
       search, truncate_dim, precisions: see serving.binary_search.export_encoder (docs/quantization.md).
+      litert: bool, also litert/model.tflite and model_int8.tflite: `encode`'s vectors (serving/litert.py).
 
     Returns:
-      dict: "text", "ids", "search" or "binary_search" (with a corpus) (the SavedModel directories) and "info".
+      dict: "text", "ids", "search" or "binary_search" (with a corpus) (SavedModel directories), "info", "litert".
 
     Raises:
       ValueError: an empty corpus.
     """
     if isinstance(corpus, (str, os.PathLike)):
       corpus = io_utils.read_lines(os.fspath(corpus))
-    in_graph = None  # the calibration as the SavedModels chain it: its Glow, or an Affine
-    if self.calibration is not None and self.calibration.method == calibrator.FLOW:
-      in_graph = self.calibration.glow
-    elif self.calibration is not None:
-      in_graph = export_lib.Affine(self.calibration.method, *self.calibration.affine())
+    in_graph = export_lib.in_graph(self.calibration)
     paths = binary_search.export_encoder(self, in_graph, export_dir, version, overwrite, corpus, search, truncate_dim,
                                          precisions)
     if corpus is not None and search == "float32":
       corpus = list(corpus)
       paths["search"] = search_model.export_search_model(self.embedder, in_graph, self._embed(corpus), corpus,
                                                          export_dir, version=version, overwrite=overwrite)
+    if litert:
+      paths["litert"] = litert_export.export_encoder(self, in_graph, export_dir, truncate_dim, overwrite)
     return paths

@@ -157,9 +157,9 @@ def _export(experiment):
                            f"(--fit_on={','.join(FLAGS.fit_on)})")
     calibration = experiment.flows[key] if key is not None else None
   encoder = SentenceEncoder(experiment.embedder, calibration=calibration, batch_size=FLAGS.encode_batch_sentences)
-  paths = encoder.export(FLAGS.export_dir, overwrite=True)
-  logging.info("exported %s (flow: %s): %s and %s", FLAGS.export_dir, FLAGS.export_flow, paths["text"],
-               paths["ids"])
+  paths = encoder.export(FLAGS.export_dir, overwrite=True, litert=FLAGS.export_litert)
+  logging.info("exported %s (flow: %s): %s", FLAGS.export_dir, FLAGS.export_flow,
+               ", ".join(str(path) for kind, path in sorted(paths.items()) if kind != "info"))
 
 
 def run():
