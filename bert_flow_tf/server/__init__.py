@@ -7,7 +7,8 @@
   metrics        the Prometheus metrics
   app            the FastAPI application (routes, access log, errors), run under uvicorn by cli/serve.py
 
-Needs the `server` extra (`pip install "bert-flow-tf[server]"`: fastapi, uvicorn, prometheus-client).
+Needs the `server` extra (`pip install "bert-flow-tf[server]"`: fastapi, uvicorn, httptools, uvloop, orjson,
+prometheus-client).
 """
 # The modules users import by name (the others serve them); importing the package loads none of them.
 __all__ = ["app", "served_export"]

@@ -11,7 +11,8 @@
   an error -> {"error": {"message": str (one line), "type": str, "param": str | null, "code": str | null}}
 
 base64 is the little-endian bytes of each row (float32, as the `openai` client decodes it; int8 / uint8 codes one
-byte each). Token-id arrays in `input` (what LangChain's OpenAIEmbeddings sends by default: tiktoken's ids) are
+byte each); float is each float32 in its shortest decimal form (orjson's numpy output: it reads back to the same
+float32). Token-id arrays in `input` (what LangChain's OpenAIEmbeddings sends by default: tiktoken's ids) are
 refused: they are another tokenizer's ids, not this model's.
 """
 import base64
@@ -19,6 +20,7 @@ import dataclasses
 import json
 
 import numpy as np
+import orjson
 
 from bert_flow_tf import quantized_search
 
@@ -63,8 +65,8 @@ class SearchRequest:
 def _object(body, fields):
   """The JSON object of a request body (bytes), with no field outside `fields`."""
   try:
-    value = json.loads(body)
-  except (UnicodeDecodeError, ValueError) as e:
+    value = orjson.loads(body)
+  except orjson.JSONDecodeError as e:
     raise ApiError(400, f"the body is not valid JSON: {e}") from None
   if not isinstance(value, dict):
     raise ApiError(400, f"the body must be a JSON object, got {type(value).__name__}")
@@ -154,11 +156,11 @@ def embeddings_body(rows, encoding_format, model, prompt_tokens):
     little = rows.astype(rows.dtype.newbyteorder("<"), copy=False)
     items = [base64.b64encode(row.tobytes()).decode("ascii") for row in little]
   else:
-    items = rows.tolist()
+    items = list(np.ascontiguousarray(rows))  # [W] arrays: orjson writes them with no Python float per value
   data = [{"object": "embedding", "index": i, "embedding": item} for i, item in enumerate(items)]
-  return json.dumps({"object": "list", "data": data, "model": model,
-                     "usage": {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens}},
-                    separators=(",", ":")).encode("utf-8")
+  return orjson.dumps({"object": "list", "data": data, "model": model,
+                       "usage": {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens}},
+                      option=orjson.OPT_SERIALIZE_NUMPY)
 
 
 def search_body(results, model):

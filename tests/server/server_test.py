@@ -126,7 +126,8 @@ def test_openai_client_default_base64_float_and_dimensions(setup):
   np.testing.assert_allclose(np.array([d.embedding for d in default.data], np.float32), want, **CLOSE)
   assert [d.index for d in default.data] == list(range(len(TEXTS)))
   as_float = client.embeddings.create(model=MODEL, input=TEXTS, encoding_format="float", user="someone")
-  assert [d.embedding for d in as_float.data] == [d.embedding for d in default.data]
+  np.testing.assert_array_equal(np.array([d.embedding for d in as_float.data], np.float32),
+                                np.array([d.embedding for d in default.data], np.float32))
   one = client.embeddings.create(model=MODEL, input=TEXTS[1], dimensions=5)
   np.testing.assert_allclose(one.data[0].embedding, enc.encode(TEXTS[1], truncate_dim=5), **CLOSE)
   # The calibration's order: the 5 of largest variance, not the first 5.
@@ -300,6 +301,17 @@ def test_readme_curl_and_openai_blocks(setup):
   python = python.replace("localhost:8000", f"127.0.0.1:{port}").replace('"export"', f'"{MODEL}"')
   out = subprocess.run([sys.executable, "-c", python], capture_output=True, text=True, check=True, cwd=REPO).stdout
   assert re.fullmatch(r"2 16\n", out), out
+
+
+def test_serving_doc_openai_block(setup):
+  """docs/serving.md's openai block (dimensions, the int8 codes, /v1/search), pointed at this server."""
+  from tests import serving_doc_test  # pylint: disable=import-outside-toplevel
+  ns = serving_doc_test.run_block(serving_doc_test.block("http_server"), {
+      "BASE_URL, MODEL, DIMENSIONS": f'"http://127.0.0.1:{setup["port"]}/v1", "{MODEL}", 5'})
+  sentence = "A man plays a guitar."
+  np.testing.assert_allclose(ns["vector"], setup["enc"].encode(sentence, truncate_dim=5), **CLOSE)
+  assert ns["codes"] == setup["enc"].encode(sentence, precision="int8").tolist()
+  assert ns["hits"] == setup["exported"].search("a guitar player", k=3, precision="binary")[0]
 
 
 def test_sigterm_drains_the_requests_in_flight_and_a_full_queue_is_429(setup):
