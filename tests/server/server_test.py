@@ -26,7 +26,7 @@ import bert_flow_tf
 from tests import tiny_runs
 from tests.embedding.tiny_model import SENTENCES
 
-pytestmark = pytest.mark.slow  # an export and a server process: ~20 s
+pytestmark = pytest.mark.slow  # an export and two server processes: ~40 s
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 MODEL = "tiny"
@@ -315,13 +315,13 @@ def test_serving_doc_openai_block(setup):
 
 
 def test_sigterm_drains_the_requests_in_flight_and_a_full_queue_is_429(setup):
-  # Batches wait 3 s for more requests: the two below sit in the queue (8 sentences, its bound) meanwhile.
-  server = Server(setup["export_dir"], setup["tmp"] / "drain.log", "--batch_wait_ms=3000",
+  # Batches wait 2 s for more requests: the two below sit in the queue (8 sentences, its bound) meanwhile.
+  server = Server(setup["export_dir"], setup["tmp"] / "drain.log", "--batch_wait_ms=2000",
                   "--max_queue_sentences=8", "--max_batch_sentences=64")
   body = {"model": MODEL, "input": TEXTS[:4]}
   with concurrent.futures.ThreadPoolExecutor(2) as pool:
     pending = [pool.submit(_request, server.port, "POST", "/v1/embeddings", body) for _ in range(2)]
-    time.sleep(1)
+    time.sleep(0.5)
     status, headers, answer = _request(server.port, "POST", "/v1/embeddings", body)
     assert status == 429 and headers["retry-after"].isdigit(), answer
     assert answer["error"]["message"].startswith("the server is busy: the queue is full; retry after")
