@@ -19,7 +19,6 @@ import os
 
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 from bert_flow_tf import encoder_folder
 from bert_flow_tf import loaders
@@ -75,7 +74,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     embedder: the SentenceEmbedder (model, tokenizer, pooling, max_seq_length).
     calibration: FlowCalibration, BaselineCalibration or None.
     fingerprint: str, see the module notes.
-    max_seq_length: int, tokens per sentence (read and set; longer ones are cut, with a warning per call).
+    max_seq_length: int, tokens per sentence (read and set; longer ones are cut, with one warning each).
   """
 
   def __init__(self, model=presets.DEFAULT, calibration=None, batch_size=settings.BATCH_SENTENCES, cache_dir=None,
@@ -178,15 +177,12 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
 
   def encode_raw(self, sentences, batch_size=None, show_progress_bar=None):
     """The pooled BERT vectors before any calibration: a list of n str -> np.float32 [n, D] (the pooling's D); warns
-    once per call when sentences were cut to max_seq_length tokens."""
+    when sentences were cut to max_seq_length tokens, once per sentence (`SentenceEmbedder.warn_cut`)."""
     sentences = list(sentences)
     for i, sentence in enumerate(sentences):
       if not isinstance(sentence, str):
         raise ValueError(f"sentences must be str; item {i} is {type(sentence).__name__}: {sentence!r}")
-    cut = self.embedder.count_cut(sentences)
-    if cut:
-      logging.warning("%s of %s sentences were cut to %d tokens (max_seq_length)", f"{cut:,}",
-                      f"{len(sentences):,}", self.embedder.max_seq_length)
+    self.embedder.warn_cut(sentences)
     self.store.batch_size = batch_size or self.batch_size
     return self.store.vectors(sentences, self.embedder.pooling_spec, show_progress_bar)
 

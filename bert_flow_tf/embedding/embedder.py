@@ -58,6 +58,7 @@ class QuantityEncoder(tf.Module):
     self.tokenizer = tokenizer or BertTokenizer(model.vocab_file, model.do_lower_case, max_seq_length)
     self._steps = {}
     self._pipelines = {}  # batch_size -> pipeline.InputPipeline
+    self._cut_reported = set()  # the sentences `warn_cut` counted
 
   def replica_function(self, names):
     """The per-replica function for quantity `names`: a batch dict (pipeline.py) -> (dict name -> float32
@@ -131,12 +132,16 @@ class QuantityEncoder(tf.Module):
                    truncated, len(sentences), self.max_seq_length)
     return out
 
-  def count_cut(self, sentences):
-    """How many of `sentences` (list of str) have more word pieces than max_seq_length - 2 (cut when encoded)."""
-    if not sentences:
-      return 0
-    lengths = self.tokenizer.tokenize_list(sentences).row_lengths().numpy()
-    return int(np.sum(lengths > self.max_seq_length - 2))
+  def warn_cut(self, sentences):
+    """Warns "k of n sentences were cut to max_seq_length tokens" when `sentences` (list of n str) holds one with
+    more word pieces than max_seq_length - 2 that no earlier call of this encoder counted: once per encoder, however
+    many times fit, encode and search see the same sentences."""
+    lengths = self.tokenizer.tokenize_list(sentences).row_lengths().numpy() if sentences else []
+    cut = {s for s, n in zip(sentences, lengths) if n > self.max_seq_length - 2}
+    if cut - self._cut_reported:
+      logging.warning("%s of %s sentences were cut to %d tokens (max_seq_length)", f"{len(cut):,}",
+                      f"{len(sentences):,}", self.max_seq_length)
+      self._cut_reported |= cut
 
   def token_outputs(self, sentences, batch_size=settings.BATCH_SENTENCES):
     """The last block's token vectors of each sentence, with its packed inputs, in input order.
