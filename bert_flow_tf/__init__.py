@@ -12,7 +12,7 @@ Everything here is built on Keras 2, imported by name (`import tf_keras`); impor
 caller's `tf.keras` alone. The commands (bert_flow_tf/cli/) own their process and set
 TF_USE_LEGACY_KERAS=1 before TensorFlow loads, so that it skips importing Keras 3 (about 1.5 s of start-up).
 """
-import importlib
+from bert_flow_tf.utils import lazy
 
 # Public name -> its module. Imported on first use: they load TensorFlow, and `import bert_flow_tf.data` (numpy
 # only) stays light.
@@ -20,9 +20,4 @@ _PUBLIC = {"SentenceEncoder": "bert_flow_tf.sentence_encoder", "ExportedEncoder"
            "cos_sim": "bert_flow_tf.search", "semantic_search": "bert_flow_tf.search",
            "isotropy": "bert_flow_tf.evaluation.isotropy", "quantize_embeddings": "bert_flow_tf.quantization"}
 __all__ = sorted(_PUBLIC)
-
-
-def __getattr__(name):
-  if name in _PUBLIC:
-    return getattr(importlib.import_module(_PUBLIC[name]), name)
-  raise AttributeError(f"module 'bert_flow_tf' has no attribute {name!r}")
+__getattr__ = lazy.names(__name__, _PUBLIC)

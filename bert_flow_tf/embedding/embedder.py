@@ -22,6 +22,7 @@ from bert_flow_tf.embedding import pipeline
 from bert_flow_tf.embedding import settings
 from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
+from bert_flow_tf.modeling import pooling_ops
 from bert_flow_tf.modeling.bert_encoder import BertEncoder
 from bert_flow_tf.modeling.tokenizer import BertTokenizer
 from bert_flow_tf.utils import distribute
@@ -70,7 +71,7 @@ class QuantityEncoder(tf.Module):
     def replica_fn(batch):
       inputs = {name: batch[name] for name in packing.INPUT_NAMES}
       outputs = self.encoder(inputs, training=False, **kwargs)
-      values = pooling_lib.compute_quantities(names, outputs, batch["input_mask"])
+      values = pooling_ops.compute_quantities(names, outputs, batch["input_mask"])
       return {k: tf.cast(v, tf.float32) for k, v in values.items()}, batch["example_id"], batch["valid"]
 
     return tf.function(replica_fn, jit_compile=self.use_xla, autograph=False)
@@ -187,4 +188,4 @@ class SentenceEmbedder(QuantityEncoder):
   def embed_inputs(self, inputs, training=False):
     """Packed inputs (dict of int32 [B, S]) -> float32 [B, D] for this pooling. Dropout runs only when training."""
     outputs = self.encoder(inputs, training=training)
-    return pooling_lib.pool(self.pooling_spec, outputs, inputs["input_mask"])
+    return pooling_ops.pool(self.pooling_spec, outputs, inputs["input_mask"])
