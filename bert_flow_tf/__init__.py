@@ -7,6 +7,8 @@ The Python API (README: Python API):
                     (bert_flow_tf/exported_encoder.py)
   cos_sim, semantic_search   on vectors (bert_flow_tf/search.py); isotropy (bert_flow_tf/evaluation/isotropy.py)
   quantize_embeddings        int8 / uint8 / binary / ubinary in sentence-transformers' layouts (quantization.py)
+  util                       sentence-transformers' util helpers: cos_sim, semantic_search, quantize_embeddings,
+                             paraphrase_mining, community_detection (util.py)
 
 Everything here is built on Keras 2, imported by name (`import tf_keras`); importing the package leaves the
 caller's `tf.keras` alone. The commands (bert_flow_tf/cli/) own their process and set
@@ -18,6 +20,7 @@ from bert_flow_tf.utils import lazy
 # only) stays light.
 _PUBLIC = {"SentenceEncoder": "bert_flow_tf.sentence_encoder", "ExportedEncoder": "bert_flow_tf.exported_encoder",
            "cos_sim": "bert_flow_tf.search", "semantic_search": "bert_flow_tf.search",
-           "isotropy": "bert_flow_tf.evaluation.isotropy", "quantize_embeddings": "bert_flow_tf.quantization"}
+           "isotropy": "bert_flow_tf.evaluation.isotropy", "quantize_embeddings": "bert_flow_tf.quantization",
+           "util": "bert_flow_tf.util"}
 __all__ = sorted(_PUBLIC)
 __getattr__ = lazy.names(__name__, _PUBLIC)
