@@ -24,6 +24,7 @@ from bert_flow_tf import encoder_folder
 from bert_flow_tf import loaders
 from bert_flow_tf import quantized_search
 from bert_flow_tf import st_api
+from bert_flow_tf import st_habits
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import flow_fitting
 from bert_flow_tf.calibration import store_stream
@@ -53,7 +54,7 @@ def _embedder(model, pooling, max_seq_length, load_kwargs):
   return SentenceEmbedder(model, pooling, max_seq_length or own_length)
 
 
-class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
+class SentenceEncoder(st_api.StApi, st_habits.StHabits, encoder_folder.EncoderFiles):
   """Sentences -> (calibrated) vectors with a loaded BERT and a named pooling, answering sentence-transformers'
   calls (`encode`, `similarity`, ...: st_api, docs/api.md).
 
@@ -80,6 +81,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
   def __init__(self, model=presets.DEFAULT, calibration=None, batch_size=settings.BATCH_SENTENCES, cache_dir=None,
                prompts=None, default_prompt_name=None, truncate_dim=None, similarity_fn_name=None, normalize=None,
                pooling=None, max_seq_length=None, **load_kwargs):
+    self.default_device, load_kwargs = st_habits.constructor_words(model, load_kwargs)  # device=, ... (docs/api.md)
     folder = presets.model_dir(model) if isinstance(model, (str, os.PathLike)) else None
     st = st_folder.read(folder) if folder is not None and st_folder.is_st_folder(folder) else None
     if isinstance(model, SentenceEmbedder):
@@ -125,7 +127,8 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
       truncate_dim: int or None, `encode` keeps truncate_dim dimensions after the calibration (the first; a flow's:
         those of largest variance on its fit sentences, `calibration.truncation`).
       similarity_fn_name: "cosine" (default), "dot", "euclidean" or "manhattan".
-      **load_kwargs: passed to loaders.load_model (do_lower_case, vocab_file, ...).
+      **load_kwargs: passed to loaders.load_model (do_lower_case, vocab_file, ...); sentence-transformers' device=
+        and trust_remote_code= are st_habits.constructor_words'.
 
     Returns:
       SentenceEncoder.
