@@ -1,7 +1,7 @@
 """Encodes a file of sentences (one per line) into a float32 .npy matrix [n, D], in input order (the
 `bert-flow-encode` command).
 
-  python -m bert_flow_tf.encode --model_dir all-minilm-l6-v2 --pooling last-avg \
+  python -m bert_flow_tf.encode --model_dir all-minilm-l6-v2 --pooling last-avg \\
       --input_file sentences.txt --output_file emb.npy
 
 With a calibration fitted once: `--flow_checkpoint FLOW_DIR` (a fitted-flow directory from run_flow.py) maps the

@@ -39,6 +39,8 @@ def test_help_and_flag_errors_answer_without_tensorflow(command, args, status):
   assert done.stdout.splitlines()[-1] == f"exit {status} False False", done.stdout[-500:] + done.stderr[-1000:]
   if status:
     assert done.stderr.startswith("error: flag --")
+  # The usage examples print as written: a docstring's line continuation (a lone backslash) ran two lines together.
+  assert [line for line in done.stdout.splitlines() if re.search(r"\S {3,}--", line)] == []
 
 
 def test_importing_the_packages_loads_no_tensorflow():
