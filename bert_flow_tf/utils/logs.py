@@ -14,6 +14,7 @@ from absl import logging
 # Python files whose INFO lines repeat on every checkpoint save.
 _NOISY_FILES = ("functional_saver.py",)
 LOG_LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
+_level_set_here = False  # tensorflow_startup set LOG_LEVEL_VARIABLE (then it is not the user's)
 
 
 class _DropRoutineTensorFlowInfo(std_logging.Filter):
@@ -40,10 +41,13 @@ def tensorflow_startup(verbose):
   Args:
     verbose: bool, show everything TensorFlow prints.
   """
-  if verbose or LOG_LEVEL_VARIABLE in os.environ or "tensorflow" in sys.modules:
+  global _level_set_here  # pylint: disable=global-statement
+  user_level = LOG_LEVEL_VARIABLE in os.environ and not _level_set_here
+  if verbose or user_level or "tensorflow" in sys.modules:
     yield
     return
   os.environ[LOG_LEVEL_VARIABLE] = "3"
+  _level_set_here = True
   sys.stderr.flush()
   saved = os.dup(2)
   with tempfile.TemporaryFile() as captured:
