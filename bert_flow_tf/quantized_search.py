@@ -24,10 +24,12 @@ import numpy as np
 
 from bert_flow_tf import quantization
 from bert_flow_tf import search
+from bert_flow_tf import sentence_codes
 from bert_flow_tf.calibration import int8_ranges
 
 WORD_BITS = 64
-DEFAULT_CANDIDATES = 100
+DEFAULT_CANDIDATES = 100  # the Hamming-nearest rescored when a search names none (at least top_k: `candidates_for`)
+SEARCH_PRECISIONS = ("float32", "binary")
 
 
 def num_words(dim):
@@ -44,7 +46,7 @@ def pack_words(vectors):
   return padded.view(">u8").astype(np.uint64).view(np.int64)
 
 
-def bucket_middles(ranges):
+def bucket_starts_and_widths(ranges):
   """(lo float32 [D'], step float32 [D']): the buckets' start and width (see `dequantize`)."""
   ranges = np.asarray(ranges, np.float32)
   return ranges[0], (ranges[1] - ranges[0]) / np.float32(255)
@@ -53,8 +55,24 @@ def bucket_middles(ranges):
 def dequantize(codes, ranges):
   """int8 [n, D'] codes -> float32 [n, D'], each at the middle of its bucket: lo + (c + 128.5) step (code c holds
   [c + 128, c + 129) steps from lo: `quantization`'s int8 is the floor bucket - 128)."""
-  lo, step = bucket_middles(ranges)
+  lo, step = bucket_starts_and_widths(ranges)
   return lo + (np.asarray(codes, np.float32) + np.float32(128.5)) * step
+
+
+def check_search_precision(precision):
+  """Returns precision if it is one of SEARCH_PRECISIONS, else raises ValueError naming them (every search's check)."""
+  if precision not in SEARCH_PRECISIONS:
+    raise ValueError(f"search precision {precision!r} is not supported; use one of {', '.join(SEARCH_PRECISIONS)}")
+  return precision
+
+
+def candidates_for(top_k, candidates):
+  """The candidates every binary search rescores: None -> max(DEFAULT_CANDIDATES, top_k); an int is checked
+  (`check_search_args`: one below top_k is an error, on every search path). Returns int."""
+  if candidates is None and not isinstance(top_k, bool) and isinstance(top_k, (int, np.integer)):
+    candidates = max(DEFAULT_CANDIDATES, int(top_k))
+  check_search_args(top_k, candidates)
+  return int(candidates)
 
 
 def check_search_args(top_k, candidates):
@@ -155,18 +173,14 @@ def search_codes(query_vectors, corpus, top_k=10, candidates=DEFAULT_CANDIDATES,
           for row_ids, row_scores in zip(ids, scores)]
 
 
-SEARCH_PRECISIONS = ("float32", "binary")
-
-
 def semantic_search(query_vectors, corpus_vectors, top_k=10, precision="float32", rescore=True,
-                    candidates=DEFAULT_CANDIDATES, ranges=None):
+                    candidates=None, ranges=None):
   """`search.semantic_search` (precision "float32") or `search_codes` over the corpus's codes ("binary").
 
   Args:
     query_vectors: float [n, D'] or [D'].
     corpus_vectors: float [M, D'].
-    top_k, rescore, candidates: see `search_codes` (candidates: None for DEFAULT_CANDIDATES; raised to top_k
-      when smaller).
+    top_k, rescore, candidates: see `search_codes` (candidates: `candidates_for`).
     precision: str, one of SEARCH_PRECISIONS.
     ranges: float [2, D'], the int8 ranges of the rescoring (a calibration's `int8_ranges`); None: fitted on the
       corpus vectors (`int8_ranges.fit_ranges`).
@@ -174,21 +188,19 @@ def semantic_search(query_vectors, corpus_vectors, top_k=10, precision="float32"
   Returns:
     list of n lists of {"corpus_id": int, "score": float}, best first.
   """
-  if precision not in SEARCH_PRECISIONS:
-    raise ValueError(f"search precision {precision!r} is not supported; use one of {', '.join(SEARCH_PRECISIONS)}")
+  check_search_precision(precision)
   if precision == "float32":
     return search.semantic_search(query_vectors, corpus_vectors, top_k)
   corpus_vectors = np.asarray(corpus_vectors, np.float32)
   if ranges is None:
     ranges = int8_ranges.fit_ranges(corpus_vectors)
-  candidates = DEFAULT_CANDIDATES if candidates is None else candidates
-  if not isinstance(top_k, bool) and isinstance(top_k, (int, np.integer)) and isinstance(candidates, int):
-    candidates = max(candidates, top_k)
-  return search_codes(query_vectors, CorpusCodes.of(corpus_vectors, ranges), top_k, candidates, rescore)
+  return search_codes(query_vectors, CorpusCodes.of(corpus_vectors, ranges), top_k, candidates_for(top_k, candidates),
+                      rescore)
 
 
 def encoder_search(encoder, queries, corpus, top_k, precision, rescore, candidates):
   """`semantic_search` for a SentenceEncoder: queries and corpus (str, list of str or vectors) as its `vectors_of`
   gives them for cosine (calibrated, cut to its truncate_dim), the int8 ranges its calibration saved, cut alike."""
   return semantic_search(encoder.vectors_of(queries, True), encoder.vectors_of(corpus, True), top_k, precision,
-                         rescore, candidates, int8_ranges.encoding_ranges(encoder.calibration, encoder.truncate_dim))
+                         rescore, candidates,
+                         sentence_codes.kept_ranges(encoder.int8_ranges, encoder.truncation_order, encoder.truncate_dim))
