@@ -9,8 +9,7 @@ requests in flight, then exits with status 0.
 """
 import os
 
-# TF's C++ start-up lines drown the log; errors still raise. Keras 2 only: TensorFlow skips importing Keras 3.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# Keras 2 only: TensorFlow skips importing Keras 3.
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 import signal  # pylint: disable=g-import-not-at-top
@@ -31,16 +30,19 @@ FLAGS = flags.FLAGS
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  import uvicorn  # pylint: disable=import-outside-toplevel
-  from bert_flow_tf.server import app as app_lib  # pylint: disable=import-outside-toplevel
-  from bert_flow_tf.server import batcher  # pylint: disable=import-outside-toplevel
-  from bert_flow_tf.server import limits  # pylint: disable=import-outside-toplevel
-  from bert_flow_tf.server import metrics as metrics_lib  # pylint: disable=import-outside-toplevel
-  from bert_flow_tf.server import served_export  # pylint: disable=import-outside-toplevel
-  logs.quiet_tensorflow()
-  began = time.monotonic()
   if not os.path.isdir(FLAGS.export_dir):
     raise app.UsageError(f"--export_dir={FLAGS.export_dir}: no such folder")
+  with logs.tensorflow_startup(FLAGS.verbosity >= 1):  # the flags were read without TensorFlow: --help is quick
+    # pylint: disable=g-import-not-at-top
+    import uvicorn
+    from bert_flow_tf.server import app as app_lib
+    from bert_flow_tf.server import batcher
+    from bert_flow_tf.server import limits
+    from bert_flow_tf.server import metrics as metrics_lib
+    from bert_flow_tf.server import served_export
+    # pylint: enable=g-import-not-at-top
+  logs.quiet_tensorflow()
+  began = time.monotonic()
   served = served_export.ServedExport(FLAGS.export_dir, FLAGS.model_name)
   metrics = metrics_lib.Metrics()
   work = batcher.Batcher(served, metrics, FLAGS.max_batch_sentences, FLAGS.max_batch_tokens,

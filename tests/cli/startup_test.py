@@ -32,7 +32,8 @@ def _env(**extra):
 
 @pytest.mark.parametrize("command,args,status", [
     ("run_flow", ["--help"], 0), ("run_siamese", ["--helpfull"], 0), ("encode", ["--help"], 0),
-    ("beam", ["--help"], 0), ("run_flow", ["--pooling=bogus"], 1), ("encode", ["--max_seq_length=1"], 1)])
+    ("beam", ["--help"], 0), ("serve", ["--help"], 0), ("run_flow", ["--pooling=bogus"], 1),
+    ("encode", ["--max_seq_length=1"], 1), ("serve", ["--port=-1"], 1)])
 def test_help_and_flag_errors_answer_without_tensorflow(command, args, status):
   done = subprocess.run([sys.executable, "-c", _PROBE.format(command=command), "--", *args], capture_output=True,
                         text=True, cwd=tiny_runs.REPO, env=_env(), timeout=120)
