@@ -296,10 +296,10 @@ def test_readme_curl_and_openai_blocks(setup):
   curl = next(code for lang, code in blocks if code.startswith("curl"))
   python = next(code for lang, code in blocks if lang == "python")
   port = str(setup["port"])
-  curl = curl.replace("localhost:8000", f"127.0.0.1:{port}").replace('"export"', f'"{MODEL}"')
+  curl = curl.replace("localhost:8000", f"127.0.0.1:{port}").replace('"served"', f'"{MODEL}"')
   answer = json.loads(subprocess.run(["bash", "-c", curl], capture_output=True, text=True, check=True).stdout)
   assert len(answer["data"][0]["embedding"]) == 16
-  python = python.replace("localhost:8000", f"127.0.0.1:{port}").replace('"export"', f'"{MODEL}"')
+  python = python.replace("localhost:8000", f"127.0.0.1:{port}").replace('"served"', f'"{MODEL}"')
   out = subprocess.run([sys.executable, "-c", python], capture_output=True, text=True, check=True, cwd=REPO).stdout
   assert re.fullmatch(r"2 16\n", out), out
 
