@@ -39,41 +39,41 @@ def paraphrase_mining(model, sentences, show_progress_bar=False, batch_size=32, 
 
 def paraphrase_mining_embeddings(embeddings, query_chunk_size=5000, corpus_chunk_size=100000, max_pairs=500000,
                                  top_k=100, score_function=cos_sim):
-  """The most similar pairs of distinct rows of `embeddings` (float [N, D]), as sentence-transformers mines them.
+  """The most similar pairs of distinct rows of `embeddings` (float [N, D]), as sentence-transformers 6 mines them.
 
-  Each row keeps its top_k + 1 best scores in each corpus chunk (itself among them); the candidates (i, j), both
-  ways round, go through one min-heap that, once max_pairs candidates have been offered, drops its lowest with each
-  new one and from then on takes only scores above the last one dropped. The survivors, each pair once, are returned.
+  Each row keeps its top_k best other rows over the whole corpus (chunked, so the result does not depend on the
+  chunk sizes); each pair (i < j) is offered once to a min-heap of at most max_pairs pairs, which evicts its lowest
+  when full and from then on takes only scores above the last one evicted.
 
   Returns:
-    list of [score float, i int, j int] with i < j, highest score first (at most about max_pairs / 2 pairs).
+    list of [score float, i int, j int] with i < j, highest score first (at most max_pairs pairs).
   """
   for value, name in ((query_chunk_size, "query_chunk_size"), (corpus_chunk_size, "corpus_chunk_size"),
                       (max_pairs, "max_pairs"), (top_k, "top_k")):
     check_top_k(value, name)
   embeddings = np.atleast_2d(embeddings)
-  n, k = len(embeddings), top_k + 1
-  heap, min_score, offered = [], -1.0, 0
-  for c in range(0, n, corpus_chunk_size):
-    for q in range(0, n, query_chunk_size):
-      scores = np.asarray(score_function(embeddings[q:q + query_chunk_size], embeddings[c:c + corpus_chunk_size]))
-      best = np.argsort(-scores, axis=1, kind="stable")[:, :min(k, scores.shape[1])]
-      for row, columns in enumerate(best):
-        for column in columns:
-          i, j, score = q + row, c + int(column), float(scores[row, column])
-          if i != j and score > min_score:
-            heapq.heappush(heap, (score, i, j))
-            offered += 1
-            if offered >= max_pairs:
-              min_score = heapq.heappop(heap)[0]
-  seen, pairs = set(), []
-  while heap:
-    score, i, j = heapq.heappop(heap)
-    i, j = min(i, j), max(i, j)
-    if (i, j) not in seen:
-      seen.add((i, j))
-      pairs.append([score, i, j])
-  return sorted(pairs, key=lambda pair: pair[0], reverse=True)
+  n = len(embeddings)
+  heap, queued, min_score = [], set(), -np.inf
+  for q in range(0, n, query_chunk_size):
+    scores = np.concatenate([np.asarray(score_function(embeddings[q:q + query_chunk_size],
+                                                       embeddings[c:c + corpus_chunk_size]))
+                             for c in range(0, n, corpus_chunk_size)], axis=1)           # [chunk, N]
+    best = np.argsort(-scores, axis=1, kind="stable")[:, :top_k + 1]
+    for row, columns in enumerate(best):
+      i = q + row
+      for j in [int(column) for column in columns if column != i][:top_k]:
+        score = float(scores[row, j])
+        pair = (min(i, j), max(i, j))
+        if score <= min_score or pair in queued:
+          continue
+        queued.add(pair)
+        if len(heap) < max_pairs:
+          heapq.heappush(heap, (score, *pair))
+        else:
+          evicted = heapq.heappushpop(heap, (score, *pair))
+          queued.discard(evicted[1:])
+          min_score = evicted[0]
+  return sorted(([score, i, j] for score, i, j in heap), key=lambda pair: pair[0], reverse=True)
 
 
 def community_detection(embeddings, threshold=0.75, min_community_size=10, batch_size=1024,

@@ -2,9 +2,10 @@
 
 tests/util_test.py checks bert_flow_tf.util against it. It needs sentence-transformers (and torch), which the
 project's environment does not have, so CI never runs this script; it only reads the committed file. Run it with
-the peers' environment (bench/vs_st_setup.sh builds one):
+sentence-transformers 6.2 in a venv of its own (the committed file was written so):
 
-  /work/peers/stvenv/bin/python scripts/make_util_fixture.py [--out tests/fixtures/st_util.json]
+  python3 -m venv /tmp/st6 && /tmp/st6/bin/pip install "torch==2.13.0+cpu" "sentence-transformers==6.2.0"
+  /tmp/st6/bin/python scripts/make_util_fixture.py [--out tests/fixtures/st_util.json]
 
 The vectors: 60 rows of width 8, float32, drawn with numpy's seed 0 around 5 random centres (spread 0.35), so that
 communities and near-duplicate pairs exist; rows 0..9 are the queries of the search. The file holds the vectors,
