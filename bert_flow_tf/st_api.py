@@ -65,6 +65,17 @@ def device_scope(device):
   return tf.device(spec)
 
 
+def _inputs(inputs, kwargs):
+  """encode's `inputs`, or sentence-transformers 5's `sentences=` popped from kwargs (6 still takes that name)."""
+  if "sentences" in kwargs:
+    if inputs is not None:
+      raise TypeError("encode got inputs twice: as inputs and as sentences= (its earlier name)")
+    return kwargs.pop("sentences")
+  if inputs is None:
+    raise TypeError("encode needs inputs: a str or a list of str")
+  return inputs
+
+
 class StApi:
   """sentence-transformers' calls over the hooks of the module notes.
 
@@ -163,14 +174,15 @@ class StApi:
     return calibrated, sentence_codes.vectors(calibrated, model_normalize and self.normalize, truncate_dim,
                                               self.truncation_order, normalize_embeddings)
 
-  def encode(self, sentences, prompt_name=None, prompt=None, batch_size=None, show_progress_bar=None,
+  def encode(self, inputs=None, prompt_name=None, prompt=None, batch_size=None, show_progress_bar=None,
              output_value="sentence_embedding", precision="float32", convert_to_numpy=True, convert_to_tensor=False,
              device=None, normalize_embeddings=False, truncate_dim=None, pool=None, chunk_size=None, ranges=None,
              calibration_embeddings=None, **kwargs):
     """Sentence vectors in input order, as sentence-transformers' `SentenceTransformer.encode` (docs/api.md).
 
     Args:
-      sentences: str, list of str or numpy string array.
+      inputs: str, list of str or numpy string array (sentence-transformers 6's name; its earlier `sentences=` is
+        taken too, as 6 takes it).
       prompt_name: str or None, a key of `prompts`; prompt: str or None, put before each sentence (wins).
       batch_size: int or None (the object's), sentences per BERT batch.
       show_progress_bar: True, False or None (auto: after 5 s with work left; utils.progress).
@@ -195,6 +207,7 @@ class StApi:
       np.ndarray [D] for a str, [n, D] for a list (binary precisions: [n, D / 8]); a tf.Tensor with
       convert_to_tensor; a list of n with convert_to_numpy=False or another output_value.
     """
+    sentences = _inputs(inputs, kwargs)
     if set(kwargs) - {"task"}:
       raise ValueError(f"encode got keyword arguments it does not use: {sorted(set(kwargs) - {'task'})}")
     if pool is not None or chunk_size is not None:
@@ -230,17 +243,17 @@ class StApi:
                  for (inputs, tokens), v in zip(rows, x)]
     return out[0] if single else out
 
-  def encode_query(self, sentences, prompt_name=None, prompt=None, **kwargs):
+  def encode_query(self, inputs=None, prompt_name=None, prompt=None, **kwargs):
     """`encode` with the "query" prompt when the model has one and none is given."""
     if prompt_name is None and prompt is None and "query" in self.prompts:
       prompt_name = "query"
-    return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
+    return self.encode(inputs, prompt_name=prompt_name, prompt=prompt, **kwargs)
 
-  def encode_document(self, sentences, prompt_name=None, prompt=None, **kwargs):
+  def encode_document(self, inputs=None, prompt_name=None, prompt=None, **kwargs):
     """`encode` with the first of the "document", "passage", "corpus" prompts the model has, when none is given."""
     if prompt_name is None and prompt is None:
       prompt_name = next((name for name in ("document", "passage", "corpus") if name in self.prompts), None)
-    return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
+    return self.encode(inputs, prompt_name=prompt_name, prompt=prompt, **kwargs)
 
   def get_max_seq_length(self):
     """int, tokens per sentence the model reads (the class's max_seq_length)."""

@@ -24,6 +24,9 @@ REFUSED = {
     "model_kwargs": "it is transformers' AutoModel's; give this loader's options by keyword (do_lower_case=, "
                     "vocab_file=, init_checkpoint=, preprocess_dir=)",
     "tokenizer_kwargs": "the tokenizer is the model's vocab.txt: give vocab_file= or do_lower_case=",
+    "processor_kwargs": "the tokenizer is the model's vocab.txt: give vocab_file= or do_lower_case=",
+    "use_auth_token": "nothing is downloaded: pass a local model directory",
+    "model_card_data": "no model card is written: save() writes encoder.json, which names the model and pooling",
     "config_kwargs": "the config is read from the model directory: edit its config.json",
     "modules": "the modules are a BERT and a named pooling: give pooling=",
     "backend": "the backend is TensorFlow: export(dir) writes SavedModels for serving",

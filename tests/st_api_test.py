@@ -185,3 +185,16 @@ def test_a_corrupt_sentence_encoder_json_is_named_in_one_line(enc, tmp_path):
     with pytest.raises(ValueError, match=f"^{re.escape(str(info))}") as refused:
       SentenceEncoder.load(saved)
     assert "\n" not in str(refused.value)
+
+
+def test_inputs_is_encodes_first_argument_and_sentences_its_earlier_name(enc):
+  """sentence-transformers 6 names encode's first argument `inputs` and still takes `sentences=`."""
+  texts = ["a man plays a guitar", "a dog runs"]
+  want = enc.encode(texts)
+  np.testing.assert_array_equal(enc.encode(inputs=texts), want)
+  np.testing.assert_array_equal(enc.encode(sentences=texts), want)
+  np.testing.assert_array_equal(enc.encode_query(inputs=texts), enc.encode_query(texts))
+  with pytest.raises(TypeError, match="inputs twice"):
+    enc.encode(texts, sentences=texts)
+  with pytest.raises(TypeError, match="needs inputs"):
+    enc.encode()
