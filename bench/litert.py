@@ -15,7 +15,7 @@ and vs_st.py's table (median seconds, ratio to ours, CPU seconds, STS-B test Spe
 difference of the normalized vectors from ours), plus the machine's load before and after.
 
 Usage (from the repository root; the peers' venv from bench/vs_st_setup.sh):
-  .venv/bin/python bench/litert.py --peers_python /work/peers/stvenv/bin/python [--rounds 1]
+  .venv/bin/python bench/litert.py --peers_python /tmp/stvenv/bin/python [--rounds 1]
 """
 import argparse
 import collections

@@ -15,7 +15,7 @@ Our per-request overhead at one client: the p50 of one-sentence requests over HT
 the two taken in turn, request by request.
 
 Usage (from the repository root; the Infinity venv: bench/README.md):
-  python bench/serve_http.py --infinity_python /work/peers/infvenv/bin/python [--rounds 2] [--requests_scale 1]
+  python bench/serve_http.py --infinity_python /tmp/infvenv/bin/python [--rounds 2] [--requests_scale 1]
       [--infinity_engine torch]
 """
 import argparse
