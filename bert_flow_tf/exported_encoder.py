@@ -24,6 +24,7 @@ from bert_flow_tf.calibration import truncation
 from bert_flow_tf.embedding import settings
 from bert_flow_tf.serving import binary_search
 from bert_flow_tf.serving import export
+from bert_flow_tf import ivf_index
 from bert_flow_tf import quantized_search
 from bert_flow_tf import search
 from bert_flow_tf import st_api
@@ -121,7 +122,7 @@ class ExportedEncoder(st_api.StApi):
   def _token_outputs(self, texts, batch_size):
     raise ValueError("an export serves sentence vectors only: output_value must be 'sentence_embedding'")
 
-  def search(self, queries, k=10, precision="float32", candidates=quantized_search.DEFAULT_CANDIDATES):
+  def search(self, queries, k=10, precision="float32", candidates=quantized_search.DEFAULT_CANDIDATES, nprobe=None):
     """The export's corpus searched in its graph: top-k by cosine (precision "float32", search/<version>), or by
     Hamming distance with int8 rescoring of `candidates` ("binary", binary_search/<version>).
 
@@ -130,6 +131,8 @@ class ExportedEncoder(st_api.StApi):
       k: int >= 1.
       precision: "float32" or "binary".
       candidates: int >= k, the Hamming-nearest rescored (binary).
+      nprobe: int >= 1, the lists of an inverted-file index probed (binary, its "search_probe" signature); None:
+        the export's default.
 
     Returns:
       list of n lists of {"corpus_id": int, "score": float, "sentence": str}, best first.
@@ -145,10 +148,17 @@ class ExportedEncoder(st_api.StApi):
                        f"{how})")
     queries = [queries] if isinstance(queries, str) else list(queries)
     inputs = {"queries": tf.constant(queries, tf.string), "k": tf.constant(k, tf.int32)}
+    signature = "serving_default"
     if precision == "binary":
       quantized_search.check_search_args(k, candidates)
       inputs["candidates"] = tf.constant(candidates, tf.int32)
-    out = model.signatures["serving_default"](**inputs)
+    if nprobe is not None:
+      if precision != "binary" or "search_probe" not in model.signatures:
+        raise ValueError("nprobe needs a binary search export with an inverted-file index (num_lists >= 1); this "
+                         f"{precision} search scans every vector")
+      inputs["nprobe"] = tf.constant(ivf_index.check_nprobe(nprobe), tf.int32)
+      signature = "search_probe"
+    out = model.signatures[signature](**inputs)
     indices, scores, sentences = (out[name].numpy() for name in ("indices", "scores", "sentences"))
     return [[{"corpus_id": int(i), "score": float(s), "sentence": t.decode("utf-8")}
              for i, s, t in zip(*row)] for row in zip(indices, scores, sentences)]

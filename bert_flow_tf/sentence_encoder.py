@@ -23,7 +23,7 @@ from absl import logging
 
 from bert_flow_tf import encoder_folder
 from bert_flow_tf import loaders
-from bert_flow_tf import quantized_search
+from bert_flow_tf import code_search
 from bert_flow_tf import st_api
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import flow_fitting
@@ -257,11 +257,12 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
                        f"encoder's D={self.embedder.dim} ({self.embedder.pooling_spec.describe()})")
     self.calibration = calibration
 
-  def semantic_search(self, queries, corpus, top_k=10, precision="float32", rescore=True, candidates=None):
-    """As st_api.StApi.semantic_search; precision="binary": `quantized_search.encoder_search` (candidates None:
-    its default)."""
+  def semantic_search(self, queries, corpus, top_k=10, precision="float32", rescore=True, candidates=None,
+                      nprobe=None):
+    """As st_api.StApi.semantic_search; precision="binary": `code_search.encoder_search` (candidates and nprobe
+    None: its defaults)."""
     if precision != "float32":
-      return quantized_search.encoder_search(self, queries, corpus, top_k, precision, rescore, candidates)
+      return code_search.encoder_search(self, queries, corpus, top_k, precision, rescore, candidates, nprobe)
     return super().semantic_search(queries, corpus, top_k)
 
   def export(self, export_dir, version=1, overwrite=False, corpus=None, search="float32", truncate_dim=None,
