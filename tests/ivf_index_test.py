@@ -105,7 +105,7 @@ def test_bad_lists_and_probes_are_one_line(gaussian):
   with pytest.raises(ValueError, match="nprobe must be an int >= 1, got 0"):
     ivf_index.search_index(q, index, nprobe=0)
   assert ivf_index.default_num_lists(32767) == 0 and ivf_index.default_num_lists(1_000_000) == 1024
-  assert ivf_index.default_nprobe(1024) == ivf_index.default_nprobe(1024)
+  assert ivf_index.default_nprobe(1024) == 384 and ivf_index.default_nprobe(2) == 1
 
 
 def test_semantic_search_uses_the_index_above_its_threshold(gaussian, monkeypatch):

@@ -3,6 +3,11 @@
   <export_dir>/binary_search/<version>/   the text model's embedding + a corpus held as sign words and int8 codes
       serving_default: queries string [B], k int32 [], candidates int32 [] -> indices int32 [B, k'],
                        scores float32 [B, k'], sentences string [B, k']  (k' = min(k, candidates, M), best first)
+      search_probe:    the same inputs and nprobe int32 [] (only an export with an inverted-file index)
+
+The corpus is scanned whole (the exact scan below, `BinaryIndex`: num_lists 0, the default below
+`ivf_index.MIN_ROWS_FOR_LISTS` vectors) or through an inverted-file index (`ivf_probe.IvfBinaryIndex`: its
+`nprobe` nearest lists alone, the model's default nprobe for serving_default).
 
 A query batch is embedded as by the text model and cut to the corpus's D' dimensions (`truncate_dim`: the model's
 `dims`, int32 [D'], the first D' or those a flow's truncation order puts first: `calibration.truncation`). Each
@@ -11,7 +16,7 @@ popcount (tf.raw_ops.PopulationCount) of their tf.bitwise.bitwise_xor, summed ov
 nearest (`nearest_by_count`: as tf.math.top_k of the negated distance, equal distances the lower index first) are
 rescored by the cosine of the query and their int8 codes read back to the middle of their buckets
 (`quantized_search.dequantize`), and the k best returned (equal scores: the Hamming-nearer first). This is
-`quantized_search.search_codes`, which the tests hold it to.
+`quantized_search.search_codes`, which the tests hold it to (and the index, with every list probed).
 The queries are searched one after another (tf.map_fn) so the memory of a batch stays that of a few queries
 (a query's xor is W x M int64: 48 MB at D' = 384, M = 1M).
 
