@@ -25,7 +25,8 @@ def semantic_search(query_vectors, corpus_vectors, top_k=10, precision="float32"
     ranges: float [2, D'], the int8 ranges of the rescoring (a calibration's `int8_ranges`); None: fitted on the
       corpus vectors (`int8_ranges.fit_ranges`).
     nprobe: int >= 1, the lists probed when the corpus has an inverted-file index (`ivf_index.default_num_lists`
-      of M lists: none below ivf_index.MIN_ROWS_FOR_LISTS vectors); None: `ivf_index.default_nprobe`.
+      of M lists: none below ivf_index.MIN_ROWS_FOR_LISTS vectors; built on each call, 1.2 s at 100k vectors);
+      None: `ivf_index.default_nprobe`.
 
   Returns:
     list of n lists of {"corpus_id": int, "score": float}, best first.

@@ -259,8 +259,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
 
   def semantic_search(self, queries, corpus, top_k=10, precision="float32", rescore=True, candidates=None,
                       nprobe=None):
-    """As st_api.StApi.semantic_search; precision="binary": `code_search.encoder_search` (candidates and nprobe
-    None: its defaults)."""
+    """As st_api.StApi.semantic_search; precision="binary": `code_search.encoder_search` (None: its defaults)."""
     if precision != "float32":
       return code_search.encoder_search(self, queries, corpus, top_k, precision, rescore, candidates, nprobe)
     return super().semantic_search(queries, corpus, top_k)

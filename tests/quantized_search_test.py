@@ -226,6 +226,8 @@ def test_an_encoders_corpus_exports_block_by_block_and_exported_encoder_searches
                                 quantization.quantize_embeddings(out["embeddings"].numpy(), "int8", ranges=ranges))
   with pytest.raises(ValueError, match="no float32 search model"):
     served.search(queries, precision="float32")
+  with pytest.raises(ValueError, match="nprobe needs a binary search export with an inverted-file index"):
+    served.search(queries, precision="binary", nprobe=2)                 # 23 sentences: the exact scan
   with pytest.raises(ValueError, match="search precision 'int8' is not supported"):
     served.search(queries, precision="int8")
   with pytest.raises(ValueError, match="search precision 'int8' is not supported"):

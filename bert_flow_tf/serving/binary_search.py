@@ -162,25 +162,22 @@ class _BinarySearchModel(tf.Module):
     self.index = index
     self.sentences = tf.Variable(tf.constant(list(sentences), tf.string), trainable=False, name="sentences")
     if isinstance(index, ivf_probe.IvfBinaryIndex):
-      self.serve_probe = tf.function(self._probe, input_signature=_SEARCH_SIGNATURE + [tf.TensorSpec([], tf.int32)])
+      self.serve_probe = tf.function(self._search, input_signature=_SEARCH_SIGNATURE + [tf.TensorSpec([], tf.int32)])
 
   def _search(self, queries, k, candidates, nprobe=None):
-    with tf.control_dependencies([
-        tf.debugging.assert_positive(k, message="search needs k >= 1"),
-        tf.debugging.assert_greater_equal(candidates, k, message="search needs candidates >= k")]):
+    """nprobe: None for the index's default, or int32 [] (an IvfBinaryIndex's lists probed)."""
+    checks = [tf.debugging.assert_positive(k, message="search needs k >= 1"),
+              tf.debugging.assert_greater_equal(candidates, k, message="search needs candidates >= k")]
+    if nprobe is not None:
+      checks.append(tf.debugging.assert_positive(nprobe, message="search needs nprobe >= 1"))
+    with tf.control_dependencies(checks):
       q = tf.gather(self._text.embedder.embed_text(queries), self.dims, axis=1)      # [B, D']
-    args = () if nprobe is None else (nprobe,)
-    indices, scores = self.index.search_vectors(q, k, candidates, *args)
+    indices, scores = self.index.search_vectors(q, k, candidates, *(() if nprobe is None else (nprobe,)))
     return {"indices": indices, "scores": scores, "sentences": tf.gather(self.sentences, indices)}
 
   @tf.function(input_signature=_SEARCH_SIGNATURE)
   def serve_search(self, queries, k, candidates):
     return self._search(queries, k, candidates)
-
-  def _probe(self, queries, k, candidates, nprobe):
-    with tf.control_dependencies([tf.debugging.assert_positive(nprobe, message="search needs nprobe >= 1")]):
-      nprobe = tf.identity(nprobe)
-    return self._search(queries, k, candidates, nprobe)
 
 
 def export_binary_search(embedder, calibration, blocks, rows, ranges, export_dir, version=1, overwrite=False,
