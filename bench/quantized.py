@@ -79,6 +79,29 @@ def task_sentences(data_dir, names):
   return list(seen)
 
 
+def pair_score(a, b, precision):
+  """Cosine of rows a[i], b[i] of `encode`'s output: float vectors or integer codes, or for packed sign bits
+  (binary, ubinary) 1 - 2 hamming / D', the cosine of the +-1 sign vectors."""
+  if precision in ("binary", "ubinary"):
+    return 1 - 2 * (np.unpackbits(a.view(np.uint8), axis=1) != np.unpackbits(b.view(np.uint8), axis=1)).mean(axis=1)
+  return int_cosine(a, b)
+
+
+def stsb_through_encode(enc, fit_sentences, stsb_test, width):
+  """STS-B test Spearman x100 of what the public `enc.encode(..., precision=, truncate_dim=width)` returns:
+  {"float32", "int8", "int8 (ST ranges)", "binary"}. int8: the calibration's saved ranges (`sentence_codes`); for an
+  encoder without one, the gaussian rule fitted on encode's vectors of the fit sentences, passed as `ranges=`.
+  ST ranges: sentence-transformers' `calibration_embeddings=`, encode's vectors of the fit sentences."""
+  a, b, gold = list(stsb_test.sentences_a), list(stsb_test.sentences_b), stsb_test.labels
+  fit = enc.encode(fit_sentences, truncate_dim=width)
+  own = {} if enc.int8_ranges is not None else {"ranges": int8_ranges.fit_ranges(fit)}
+  score = lambda precision, **kw: metrics.spearman_x100(pair_score(
+      enc.encode(a, precision=precision, truncate_dim=width, **kw),
+      enc.encode(b, precision=precision, truncate_dim=width, **kw), precision), gold)
+  return {"float32": score("float32"), "int8": score("int8", **own),
+          "int8 (ST ranges)": score("int8", calibration_embeddings=fit), "binary": score("binary")}
+
+
 def int_cosine(codes_a, codes_b):
   return search.cosine(codes_a.astype(np.float64), codes_b.astype(np.float64))
 
@@ -103,8 +126,10 @@ def drop_self(ids, self_ids, k):
   return np.array([[i for i in row if i != s][:k] for row, s in zip(ids, self_ids)])
 
 
-def space_rows(args, name, x_fit, x_all, stsb, query_ids, widths):
-  """Rows for one pooling and space: {width: {precision: (spearman, recall)}}; x_* calibrated float32."""
+def space_rows(args, name, x_fit, x_all, stsb, query_ids, widths, through_encode=None):
+  """Rows for one pooling and space: {width: {precision: (spearman, recall)}}; x_* calibrated float32.
+  through_encode: None, or width label -> `stsb_through_encode`'s scores, which replace the STS-B numbers (the
+  widths a user's `encode` gives); the recalls are always those of the vectors x_*."""
   a_ids, b_ids, gold = stsb
   naive = np.stack([x_fit.min(0), x_fit.max(0)])  # sentence-transformers' ranges from calibration embeddings
   ours = int8_ranges.fit_ranges(x_fit)
@@ -125,6 +150,8 @@ def space_rows(args, name, x_fit, x_all, stsb, query_ids, widths):
     hits = quantized_search.search_codes(q, corpus, top_k=11, candidates=args.candidates)
     out[f"binary + int8 rescoring ({args.candidates})"] = (
         None, recall(drop_self(np.array([[h["corpus_id"] for h in row] for row in hits]), query_ids, 10), want))
+    for column, value in (through_encode or {}).get(label, {}).items():
+      out[column] = (value, out[column][1])
     rows[label] = out
     print(f"  {name} {label}: " + ", ".join(f"{p} {v[0] if v[0] is None else round(v[0], 2)}/{v[1]:.3f}"
                                              for p, v in out.items()), file=sys.stderr, flush=True)
@@ -152,8 +179,13 @@ def quality(args, corpus, fit_sentences, stsb_test, query_ids):
         order = calibrations[(pooling, "flow")].truncation_order
         widths = [(label, order[cut]) if label != "full" else (label, cut) for label, cut in widths]
         widths += [(f"k={k}, first k", slice(0, k)) for k in args.widths]
-      results[(pooling, space)] = space_rows(args, f"{pooling} {space}", x_fit, x_all, stsb, query_ids,
-                                             [(label, cut) for label, cut in widths if label != f"k={dim}"])
+      widths = [(label, cut) for label, cut in widths if label != f"k={dim}"]
+      user = SentenceEncoder(enc.embedder, calibration=calibrations.get((pooling, space)), cache_dir=args.cache_dir)
+      through_encode = {label: stsb_through_encode(user, fit_sentences, stsb_test,
+                                                   None if label == "full" else int(label[2:]))
+                        for label, _ in widths if "first" not in label}  # the flow's first k: no encode gives it
+      results[(pooling, space)] = space_rows(args, f"{pooling} {space}", x_fit, x_all, stsb, query_ids, widths,
+                                             through_encode)
   return results, calibrations
 
 
@@ -317,10 +349,16 @@ def table(args, results, scale_rows):
   return "\n".join(lines)
 
 
-def main():
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def data_parser(doc):
+  """An argparse parser with --data_dir and --cache_dir (the store), described by doc's first line."""
+  parser = argparse.ArgumentParser(description=doc.split("\n")[0])
   parser.add_argument("--data_dir", default=os.environ.get("BERT_FLOW_DATA", str(REPO.parent / "shared" / "data")))
   parser.add_argument("--cache_dir", default=str(REPO / "exp" / "store"))
+  return parser
+
+
+def main():
+  parser = data_parser(__doc__)
   parser.add_argument("--quick", action="store_true")
   parser.add_argument("--queries", type=int, default=1000)
   parser.add_argument("--widths", default="128,64", help="truncated widths besides the full one")

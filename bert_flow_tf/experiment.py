@@ -126,7 +126,8 @@ class Experiment:
       raise errors.UserError(f"{e.what}; use another --exp_name or remove that directory", e.where) from e
     if reused is not None:
       logging.info("flow %s-%s already fitted in %s; reusing it", fit_on, dataset, flow_dir)
-      return calibrator.FlowCalibration(reused[0], fit_config, reused[1])
+      return self._with_ranges(calibrator.FlowCalibration(reused[0], fit_config, reused[1]), flow_dir, pairsets,
+                               vectors, stored)
     if stored is not None:
       pairs = store_stream.StreamedPairs(stored)
     elif self.spec.flow_mode == "cached":
@@ -137,7 +138,15 @@ class Experiment:
     with self.timer.stage(f"fit flow ({fit_on})"):
       glow_model, summary = flow_fitting.fit_flow(pairs, fit_config, flow_dir, name=f"{fit_on}-{dataset}",
                                                   provenance=provenance, show_progress_bar=self.spec.show_progress_bar)
-    return calibrator.FlowCalibration(glow_model, fit_config, summary)
+    return self._with_ranges(calibrator.FlowCalibration(glow_model, fit_config, summary), flow_dir, pairsets,
+                             vectors, stored)
+
+  def _with_ranges(self, calibration, flow_dir, pairsets, vectors, stored):
+    """The flow with its int8 ranges and truncation order fitted on its fit vectors (`calibrator.with_ranges`, as
+    SentenceEncoder.fit does) and saved in flow_dir beside it."""
+    x = stored if stored is not None else np.concatenate(vectors or self._pairs_vectors(pairsets))
+    calibrator.save_ranges(calibrator.with_ranges(calibration, x), flow_dir)
+    return calibration
 
   def _fit_isotropy(self, dataset, fit_vectors):
     """The isotropy of the fit sentences' vectors (isotropy.json's "fit sentences"), logged before fitting."""

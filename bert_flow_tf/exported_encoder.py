@@ -14,7 +14,6 @@ named that folder. Load only exports you trust, as you would run only code you t
 
 Legend: n = sentences, D = embedding width, k = results per query.
 """
-import json
 import os
 
 import numpy as np
@@ -28,6 +27,8 @@ from bert_flow_tf import ivf_index
 from bert_flow_tf import quantized_search
 from bert_flow_tf import search
 from bert_flow_tf import st_api
+from bert_flow_tf.utils import errors
+from bert_flow_tf.utils import io_utils
 
 
 def load_text_model(path):
@@ -74,6 +75,19 @@ def latest_version(export_dir, kind="text"):
   return versions[-1]
 
 
+def _ranges_of(value, dim, where):
+  """float32 [2, dim] of export_info.json's "int8_ranges" (None stays None); errors.UserError naming `where`."""
+  if value is None:
+    return None
+  try:
+    ranges = np.asarray(value, np.float32)
+  except (TypeError, ValueError):
+    ranges = None
+  if ranges is None or ranges.shape != (2, dim) or not np.all(np.isfinite(ranges)) or np.any(ranges[1] < ranges[0]):
+    raise errors.UserError(f"'int8_ranges' must be [2, {dim}] finite numbers, highs >= lows", where)
+  return ranges
+
+
 class ExportedEncoder(st_api.StApi):
   """An export loaded for encoding and search.
 
@@ -87,6 +101,10 @@ class ExportedEncoder(st_api.StApi):
     info: dict, export_info.json (model, pooling, max_seq_length, flow, dim).
     truncation_order: int32 [D] or None, the dimensions `truncate_dim` keeps first (the calibration's, recorded
       in export_info.json; `calibration.truncation`).
+    int8_ranges: float32 [2, D] or None, the calibration's int8 ranges (recorded there): `encode`'s codes are the
+      encoder's, and the text model's `embeddings_int8` (`sentence_codes`).
+    normalize: bool, the model ends with a Normalize (recorded there): `encode` returns unit-length vectors as
+      SentenceEncoder.encode does; the text model returns the calibrated vectors.
     text_model: the loaded text SavedModel.
     search_model: the loaded search SavedModel, or None when the export has no corpus.
     binary_search_model: the loaded binary search SavedModel (serving.binary_search), or None.
@@ -95,11 +113,15 @@ class ExportedEncoder(st_api.StApi):
   def __init__(self, export_dir, version=None, batch_size=settings.BATCH_SENTENCES):
     self.batch_size = batch_size
     self.version = latest_version(export_dir) if version is None else version
-    with open(os.path.join(export_dir, export.INFO_FILE), encoding="utf-8") as f:
-      self.info = json.load(f)
+    info_path = os.path.join(export_dir, export.INFO_FILE)
+    self.info = io_utils.read_json_object(info_path, "no export_info.json: not an export (SentenceEncoder.export, "
+                                          "run_flow.py --export_dir)")
+    if not isinstance(self.info.get("dim"), int) or isinstance(self.info.get("dim"), bool) or self.info["dim"] < 1:
+      raise errors.UserError(f"'dim' must be an int >= 1, got {self.info.get('dim')!r}", info_path)
     order = self.info.get("truncation_order")
-    self.truncation_order = None if order is None else truncation.checked(
-        order, self.dim, os.path.join(export_dir, export.INFO_FILE))
+    self.truncation_order = None if order is None else truncation.checked(order, self.dim, info_path)
+    self.int8_ranges = _ranges_of(self.info.get("int8_ranges"), self.dim, info_path)
+    self.normalize = self.info.get("normalize", False) is True
     self.text_model = load_text_model(os.path.join(export_dir, "text", str(self.version)))
     search_dir = os.path.join(export_dir, "search", str(self.version))
     self.search_model = tf.saved_model.load(search_dir) if os.path.isdir(search_dir) else None
@@ -122,7 +144,7 @@ class ExportedEncoder(st_api.StApi):
   def _token_outputs(self, texts, batch_size):
     raise ValueError("an export serves sentence vectors only: output_value must be 'sentence_embedding'")
 
-  def search(self, queries, k=10, precision="float32", candidates=quantized_search.DEFAULT_CANDIDATES, nprobe=None):
+  def search(self, queries, k=10, precision="float32", candidates=None, nprobe=None):
     """The export's corpus searched in its graph: top-k by cosine (precision "float32", search/<version>), or by
     Hamming distance with int8 rescoring of `candidates` ("binary", binary_search/<version>).
 
@@ -130,7 +152,7 @@ class ExportedEncoder(st_api.StApi):
       queries: str or list of n str.
       k: int >= 1.
       precision: "float32" or "binary".
-      candidates: int >= k, the Hamming-nearest rescored (binary).
+      candidates: int >= k or None (`quantized_search.candidates_for`), the Hamming-nearest rescored (binary).
       nprobe: int >= 1, the lists of an inverted-file index probed (binary, its "search_probe" signature); None:
         the export's default.
 
@@ -138,9 +160,7 @@ class ExportedEncoder(st_api.StApi):
       list of n lists of {"corpus_id": int, "score": float, "sentence": str}, best first.
     """
     search.check_top_k(k, "k")
-    if precision not in quantized_search.SEARCH_PRECISIONS:
-      raise ValueError(f"search precision {precision!r} is not supported; use one of "
-                       f"{', '.join(quantized_search.SEARCH_PRECISIONS)}")
+    quantized_search.check_search_precision(precision)
     model = self.search_model if precision == "float32" else self.binary_search_model
     if model is None:
       how = "corpus=..." if precision == "float32" else 'corpus=..., search="binary"'
@@ -150,8 +170,7 @@ class ExportedEncoder(st_api.StApi):
     inputs = {"queries": tf.constant(queries, tf.string), "k": tf.constant(k, tf.int32)}
     signature = "serving_default"
     if precision == "binary":
-      quantized_search.check_search_args(k, candidates)
-      inputs["candidates"] = tf.constant(candidates, tf.int32)
+      inputs["candidates"] = tf.constant(quantized_search.candidates_for(k, candidates), tf.int32)
     if nprobe is not None:
       if precision != "binary" or "search_probe" not in model.signatures:
         raise ValueError("nprobe needs a binary search export with an inverted-file index (num_lists >= 1); this "

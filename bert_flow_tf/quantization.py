@@ -73,9 +73,15 @@ def _ranges(embeddings, precision, ranges, calibration_embeddings):
     if calibration_embeddings is None and len(embeddings) < 100:
       logging.warning("computing %s quantization buckets from %d embeddings; pass ranges or "
                       "calibration_embeddings computed from more for stable buckets", precision, len(embeddings))
-    ranges = np.stack([source.min(axis=0), source.max(axis=0)])
+    ranges = min_max(source)
   ranges = np.asarray(ranges)
   if ranges.shape != (2, embeddings.shape[1]):
     raise ValueError(f"ranges must be [2, {embeddings.shape[1]}] (min and max per dimension), got "
                      f"{list(ranges.shape)}")
   return ranges
+
+
+def min_max(vectors):
+  """sentence-transformers' ranges of float vectors [m, D]: [2, D], each dimension's min (row 0) and max (row 1)."""
+  vectors = np.asarray(vectors)
+  return np.stack([vectors.min(axis=0), vectors.max(axis=0)])

@@ -26,7 +26,8 @@ from bert_flow_tf import quantization
 from bert_flow_tf import search
 
 WORD_BITS = 64
-DEFAULT_CANDIDATES = 100
+DEFAULT_CANDIDATES = 100  # the Hamming-nearest rescored when a search names none (at least top_k: `candidates_for`)
+SEARCH_PRECISIONS = ("float32", "binary")
 
 
 def num_words(dim):
@@ -43,7 +44,7 @@ def pack_words(vectors):
   return padded.view(">u8").astype(np.uint64).view(np.int64)
 
 
-def bucket_middles(ranges):
+def bucket_starts_and_widths(ranges):
   """(lo float32 [D'], step float32 [D']): the buckets' start and width (see `dequantize`)."""
   ranges = np.asarray(ranges, np.float32)
   return ranges[0], (ranges[1] - ranges[0]) / np.float32(255)
@@ -52,8 +53,24 @@ def bucket_middles(ranges):
 def dequantize(codes, ranges):
   """int8 [n, D'] codes -> float32 [n, D'], each at the middle of its bucket: lo + (c + 128.5) step (code c holds
   [c + 128, c + 129) steps from lo: `quantization`'s int8 is the floor bucket - 128)."""
-  lo, step = bucket_middles(ranges)
+  lo, step = bucket_starts_and_widths(ranges)
   return lo + (np.asarray(codes, np.float32) + np.float32(128.5)) * step
+
+
+def check_search_precision(precision):
+  """Returns precision if it is one of SEARCH_PRECISIONS, else raises ValueError naming them (every search's check)."""
+  if precision not in SEARCH_PRECISIONS:
+    raise ValueError(f"search precision {precision!r} is not supported; use one of {', '.join(SEARCH_PRECISIONS)}")
+  return precision
+
+
+def candidates_for(top_k, candidates):
+  """The candidates every binary search rescores: None -> max(DEFAULT_CANDIDATES, top_k); an int is checked
+  (`check_search_args`: one below top_k is an error, on every search path). Returns int."""
+  if candidates is None and not isinstance(top_k, bool) and isinstance(top_k, (int, np.integer)):
+    candidates = max(DEFAULT_CANDIDATES, int(top_k))
+  check_search_args(top_k, candidates)
+  return int(candidates)
 
 
 def check_search_args(top_k, candidates):
@@ -159,6 +176,3 @@ def rescore_codes(q, codes, ranges, top_k):
   cosine = np.einsum("nd,ncd->nc", search.normalize(q), vectors)                   # [n, C]
   order = np.argsort(-cosine, axis=1, kind="stable")[:, :top_k]
   return order, np.take_along_axis(cosine, order, axis=1)
-
-
-SEARCH_PRECISIONS = ("float32", "binary")

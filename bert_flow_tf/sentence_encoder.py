@@ -38,6 +38,7 @@ from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.serving import binary_search
 from bert_flow_tf.serving import export as export_lib
+from bert_flow_tf.serving import litert as litert_export
 from bert_flow_tf.serving import search_model
 from bert_flow_tf.utils import io_utils
 
@@ -63,7 +64,8 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
 
   Args:
     model: a model name, path or loaders.LoadedModel (see `from_pretrained`), or a
-      bert_flow_tf.embedding.embedder.SentenceEmbedder (its model, pooling and max_seq_length).
+      bert_flow_tf.embedding.embedder.SentenceEmbedder (its model, pooling and max_seq_length; the Normalize,
+      prompts and similarity of its model's sentence-transformers folder, as for a name).
     calibration: a calibration.calibrator calibration fitted on this embedder's vectors, or None.
     batch_size: int, sentences per encoding batch unless `encode` is given one.
     cache_dir: str or None, keep the raw vectors on disk there (the embedding store of run_flow.py); None: memory.
@@ -81,8 +83,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
   def __init__(self, model=presets.DEFAULT, calibration=None, batch_size=settings.BATCH_SENTENCES, cache_dir=None,
                prompts=None, default_prompt_name=None, truncate_dim=None, similarity_fn_name=None, normalize=None,
                pooling=None, max_seq_length=None, **load_kwargs):
-    folder = presets.model_dir(model) if isinstance(model, (str, os.PathLike)) else None
-    st = st_folder.read(folder) if folder is not None and st_folder.is_st_folder(folder) else None
+    st = st_folder.settings_of(model.loaded.source if isinstance(model, SentenceEmbedder) else model)
     if isinstance(model, SentenceEmbedder):
       if pooling or max_seq_length or load_kwargs:
         raise ValueError("pooling, max_seq_length and load options are the SentenceEmbedder's own: give a model")
@@ -139,6 +140,11 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
   def truncation_order(self):
     """int32 [D] or None: the dimensions `truncate_dim` keeps first (its calibration's; `calibration.truncation`)."""
     return None if self.calibration is None else self.calibration.truncation_order
+
+  @property
+  def int8_ranges(self):
+    """float32 [2, D] or None: its calibration's int8 ranges (`calibration.int8_ranges`; `sentence_codes`)."""
+    return None if self.calibration is None else self.calibration.int8_ranges
 
   @property
   def dim(self):
@@ -265,7 +271,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     return super().semantic_search(queries, corpus, top_k)
 
   def export(self, export_dir, version=1, overwrite=False, corpus=None, search="float32", truncate_dim=None,
-             precisions=()):
+             precisions=(), litert=False):
     """Writes the servable SavedModels, with the calibration in the graph (a flow, or a baseline as export.Affine):
     export_dir/text/<version> (strings in), ids/<version> (token ids in) and export_info.json (serving/export.py),
     as run_flow.py --export_dir; with a corpus also search/<version> (serving/search_model.py) or
@@ -277,24 +283,23 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
       overwrite: bool, replace existing versions (SavedModels only; see serving/export.py).
       corpus: None, a list of str, or the path of a UTF-8 file with one sentence per line.
       search, truncate_dim, precisions: see serving.binary_search.export_encoder (docs/quantization.md).
+      litert: bool, also litert/model.tflite and model_int8.tflite: `encode`'s vectors (serving/litert.py).
 
     Returns:
-      dict: "text", "ids", "search" or "binary_search" (with a corpus) (the SavedModel directories) and "info".
+      dict: "text", "ids", "search" or "binary_search" (with a corpus) (SavedModel directories), "info", "litert".
 
     Raises:
       ValueError: an empty corpus.
     """
     if isinstance(corpus, (str, os.PathLike)):
       corpus = io_utils.read_lines(os.fspath(corpus))
-    in_graph = None  # the calibration as the SavedModels chain it: its Glow, or an Affine
-    if self.calibration is not None and self.calibration.method == calibrator.FLOW:
-      in_graph = self.calibration.glow
-    elif self.calibration is not None:
-      in_graph = export_lib.Affine(self.calibration.method, *self.calibration.affine())
+    in_graph = export_lib.in_graph(self.calibration)
     paths = binary_search.export_encoder(self, in_graph, export_dir, version, overwrite, corpus, search, truncate_dim,
                                          precisions)
     if corpus is not None and search == "float32":
       corpus = list(corpus)
       paths["search"] = search_model.export_search_model(self.embedder, in_graph, self._embed(corpus), corpus,
                                                          export_dir, version=version, overwrite=overwrite)
+    if litert:
+      paths["litert"] = litert_export.export_encoder(self, in_graph, export_dir, truncate_dim, overwrite)
     return paths

@@ -9,10 +9,11 @@
   dim: int, D
 
 `encode` runs, as sentence-transformers does: prompt + text -> vectors -> unit length when the model ends with a
-Normalize (`normalize`) -> truncate_dim dimensions -> unit length (normalize_embeddings) -> precision.
-The calibration (a flow, whitening) comes before all of them: truncate_dim cuts the calibrated vector, keeping its
-first truncate_dim dimensions, or for a calibration with a truncation order (a flow) those it orders first
-(`calibration.truncation`).
+Normalize (`normalize`) -> truncate_dim dimensions -> unit length (normalize_embeddings) -> precision, by the one
+contract of `sentence_codes` (the codes of a class with int8 ranges are taken from its calibrated vectors, so they
+depend on the sentence alone). The calibration (a flow, whitening) comes before all of them: truncate_dim cuts the
+calibrated vector, keeping its first truncate_dim dimensions, or for a calibration with a truncation order (a flow)
+those it orders first (`calibration.truncation`).
 
 Legend: n = sentences, D = width, S_i = the tokens of sentence i.
 """
@@ -24,9 +25,8 @@ from absl import logging
 
 from bert_flow_tf import quantization
 from bert_flow_tf import search
+from bert_flow_tf import sentence_codes
 from bert_flow_tf import similarity as similarity_lib
-from bert_flow_tf.calibration import int8_ranges
-from bert_flow_tf.calibration import truncation
 from bert_flow_tf.utils import progress
 
 OUTPUT_VALUES = ("sentence_embedding", "token_embeddings", None)
@@ -70,7 +70,7 @@ class StApi:
 
   Attributes the class may set: prompts (dict name -> str), default_prompt_name (str or None), truncate_dim (int or
   None), truncation_order (int32 [D] or None: the dimensions truncate_dim keeps first, `calibration.truncation`),
-  normalize (bool: the model ends with a Normalize), similarity_fn_name ("cosine" (default), "dot",
+  int8_ranges (float32 [2, D] or None: the calibration's, `calibration.int8_ranges`), normalize (bool: the model ends with a Normalize), similarity_fn_name ("cosine" (default), "dot",
   "euclidean" or "manhattan"; bert_flow_tf.similarity).
   """
 
@@ -78,6 +78,7 @@ class StApi:
   default_prompt_name = None
   truncate_dim = None
   truncation_order = None
+  int8_ranges = None
   normalize = False
   _similarity_fn_name = None
 
@@ -151,15 +152,20 @@ class StApi:
   def _embedded(self, texts, batch_size=None, show_progress_bar=None, truncate_dim=None, normalize_embeddings=False,
                 model_normalize=True):
     """np.float32 [n, D'] of a list of str: vectors -> Normalize -> truncate -> normalize_embeddings."""
-    x = self._embed(texts, batch_size, show_progress_bar)
-    if model_normalize and self.normalize:
-      x = search.normalize(x)
-    x = x[:, truncation.kept(self.truncation_order, truncate_dim, x.shape[1])]
-    return search.normalize(x) if normalize_embeddings else x
+    return self._encoded(texts, batch_size, show_progress_bar, truncate_dim, normalize_embeddings,
+                         model_normalize)[1]
+
+  def _encoded(self, texts, batch_size=None, show_progress_bar=None, truncate_dim=None, normalize_embeddings=False,
+               model_normalize=True):
+    """(calibrated float32 [n, D], returned float32 [n, D']): `sentence_codes.vectors` of a list of str."""
+    calibrated = self._embed(texts, batch_size, show_progress_bar)
+    return calibrated, sentence_codes.vectors(calibrated, model_normalize and self.normalize, truncate_dim,
+                                              self.truncation_order, normalize_embeddings)
 
   def encode(self, sentences, prompt_name=None, prompt=None, batch_size=None, show_progress_bar=None,
              output_value="sentence_embedding", precision="float32", convert_to_numpy=True, convert_to_tensor=False,
-             device=None, normalize_embeddings=False, truncate_dim=None, pool=None, chunk_size=None, **kwargs):
+             device=None, normalize_embeddings=False, truncate_dim=None, pool=None, chunk_size=None, ranges=None,
+             calibration_embeddings=None, **kwargs):
     """Sentence vectors in input order, as sentence-transformers' `SentenceTransformer.encode` (docs/api.md).
 
     Args:
@@ -169,9 +175,10 @@ class StApi:
       show_progress_bar: True, False or None (auto: after 5 s with work left; utils.progress).
       output_value: "sentence_embedding", "token_embeddings" (per sentence float32 [S_i, H]) or None (per
         sentence a dict of the inputs, token_embeddings and sentence_embedding).
-      precision: "float32", "int8", "uint8", "binary" or "ubinary" (bert_flow_tf.quantization). int8/uint8 ranges:
-        those fitted with the calibration (calibration.int8_ranges), else, as sentence-transformers, from this
-        call's vectors; unit-length vectors always take this call's.
+      precision: "float32", "int8", "uint8", "binary" or "ubinary" (bert_flow_tf.quantization): the codes of
+        `sentence_codes` (with a calibration: of its vectors, with its int8 ranges; the same codes whatever the batch
+        or normalize_embeddings), else as sentence-transformers, from `ranges`, `calibration_embeddings` or this
+        call's vectors.
       convert_to_numpy: bool, one np.ndarray (else a list of tf.Tensor).
       convert_to_tensor: bool, one tf.Tensor (wins over convert_to_numpy).
       device: None, or one device ("cpu", "gpu:0", "/GPU:0") to run on.
@@ -179,6 +186,8 @@ class StApi:
       truncate_dim: int or None (the object's truncate_dim): keep truncate_dim dimensions (the first, or a flow's
         of largest variance: `calibration.truncation`).
       pool, chunk_size: multi-process encoding; only None is accepted.
+      ranges: float [2, D'] or None, int8/uint8 ranges of the returned vectors (quantize_embeddings'; wins over
+        the calibration's); calibration_embeddings: float [m, D'] or None, vectors to take them from.
       **kwargs: `task` is accepted and ignored (no Router module here); anything else is refused.
 
     Returns:
@@ -206,12 +215,9 @@ class StApi:
     truncate_dim = self.truncate_dim if truncate_dim is None else truncate_dim
     with device_scope(device):
       if output_value == "sentence_embedding":
-        x = self._embedded(texts, batch_size, show_progress_bar, truncate_dim, normalize_embeddings)
-        if precision != "float32" and len(x):
-          ranges = int8_ranges.encoding_ranges(getattr(self, "calibration", None), truncate_dim,
-                                               normalized=bool(getattr(self, "normalize", False) or
-                                                               normalize_embeddings))
-          x = quantization.quantize_embeddings(x, precision, ranges=ranges)
+        calibrated, x = self._encoded(texts, batch_size, show_progress_bar, truncate_dim, normalize_embeddings)
+        x = sentence_codes.codes(calibrated, x, precision, truncate_dim, self.truncation_order, self.int8_ranges,
+                                 ranges, calibration_embeddings)
         out = tf.constant(x) if convert_to_tensor else x if convert_to_numpy else [tf.constant(v) for v in x]
       else:
         rows = self._token_outputs(texts, batch_size or self.batch_size)

@@ -18,13 +18,17 @@ import pytest
 import scipy.stats
 import tensorflow as tf
 
+import bert_flow_tf
 import glow
+from bert_flow_tf import exported_encoder
+from bert_flow_tf import quantization
 from bert_flow_tf import search
 from bert_flow_tf.evaluation import isotropy as isotropy_lib
 from bert_flow_tf.reporting import scores
 from bert_flow_tf import loaders
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.calibration import fitted_flow
+from bert_flow_tf.calibration import truncation
 from bert_flow_tf.data import sts
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from tests import tiny
@@ -226,12 +230,13 @@ def test_export_loaded_in_a_fresh_process_gives_the_flow_vectors(run, reference,
 def test_encode_command_through_the_export_and_the_fitted_flow(reference, served):
   for name in ("exported", "flow", "cls-raw"):
     assert served[name][0]["returncode"] == 0, served[name][0]["stderr"][-3000:]
-  np.testing.assert_allclose(np.load(served["exported"][1]), reference["want"], atol=1e-5)
-  np.testing.assert_allclose(np.load(served["flow"][1]), reference["want"], atol=1e-5)
+  unit = search.normalize(reference["want"])  # the model's folder ends in Normalize: encode's vectors, at every door
+  np.testing.assert_allclose(np.load(served["exported"][1]), unit, atol=1e-5)
+  np.testing.assert_allclose(np.load(served["flow"][1]), unit, atol=1e-5)
   cls_raw = np.load(served["cls-raw"][1])
   assert cls_raw.shape == (len(SENTENCES), 384) and cls_raw.dtype == np.float32
-  np.testing.assert_allclose(cls_raw, engine_vectors(SentenceEmbedder(reference["embedder"].loaded, "cls-raw", 64),
-                                                     SENTENCES), atol=1e-5)
+  np.testing.assert_allclose(cls_raw, search.normalize(engine_vectors(
+      SentenceEmbedder(reference["embedder"].loaded, "cls-raw", 64), SENTENCES)), atol=1e-5)
 
 
 @pytest.mark.slow
@@ -248,3 +253,24 @@ def test_encode_command_refuses_what_does_not_fit(reference, served):
   bad, bad_output = served["bad byte"]
   assert bad["returncode"] == 1 and not bad_output.exists()
   assert tiny_runs.messages(bad["stderr"]) == [f"error: not valid UTF-8 (byte 0xff at column 5) ({served['bad']}:2)"]
+
+
+@pytest.mark.slow
+def test_run_flows_flow_and_export_carry_the_encoders_ranges_order_and_codes(run, reference):
+  """run_flow.py fits its flow through the calibrator's ranges and truncation order and exports through
+  SentenceEncoder.export: its export's codes are sentence_codes' of the export's vectors, with those ranges."""
+  encoder = bert_flow_tf.SentenceEncoder(reference["embedder"]).load_flow(str(reference["flow_dir"]))
+  assert encoder.int8_ranges is not None and encoder.truncation_order is not None
+  exported = bert_flow_tf.ExportedEncoder(str(run["export"]))
+  np.testing.assert_array_equal(exported.int8_ranges, encoder.int8_ranges)
+  np.testing.assert_array_equal(exported.truncation_order, encoder.truncation_order)
+  assert exported.normalize and encoder.normalize  # MiniLM's folder ends in Normalize
+  np.testing.assert_allclose(exported.encode(SENTENCES), search.normalize(reference["want"]), atol=1e-5)
+  calibrated = exported_encoder.encode_with_saved_model(exported.text_model, SENTENCES)  # before the Normalize
+  np.testing.assert_allclose(calibrated, reference["want"], atol=1e-5)
+  for precision in ("int8", "uint8", "binary", "ubinary"):
+    for width in (None, 100):
+      kept = truncation.kept(encoder.truncation_order, width, 384)
+      np.testing.assert_array_equal(
+          exported.encode(SENTENCES, precision=precision, truncate_dim=width),
+          quantization.quantize_embeddings(calibrated[:, kept], precision, ranges=encoder.int8_ranges[:, kept]))

@@ -206,9 +206,8 @@ def test_an_encoders_corpus_exports_block_by_block_and_exported_encoder_searches
   np.testing.assert_array_equal(enc.encode(queries, precision="uint8", truncate_dim=10),
                                 quantization.quantize_embeddings(enc.encode(queries)[:, :10], "uint8",
                                                                  ranges=ranges[:, :10]))
-  np.testing.assert_array_equal(enc.encode(queries, precision="int8", normalize_embeddings=True),
-                                quantization.quantize_embeddings(enc.encode(queries, normalize_embeddings=True),
-                                                                 "int8"))
+  np.testing.assert_array_equal(enc.encode(queries, precision="int8", normalize_embeddings=True),  # sentence_codes
+                                enc.encode(queries, precision="int8"))
   monkeypatch.setattr(binary_search, "BLOCK_ROWS", 4)     # 23 sentences in 6 blocks
   paths = enc.export(str(tmp_path / "exp"), corpus=SENTENCES, search="binary", truncate_dim=10,
                      precisions=("int8", "binary"))
@@ -232,15 +231,14 @@ def test_an_encoders_corpus_exports_block_by_block_and_exported_encoder_searches
     served.search(queries, precision="int8")
   with pytest.raises(ValueError, match="search precision 'int8' is not supported"):
     enc.semantic_search(queries, SENTENCES, precision="int8")
+  # One candidates rule on every search path: None is max(100, top_k); fewer than top_k is one line.
+  assert len(enc.semantic_search(queries, SENTENCES, top_k=20, precision="binary")[0]) == 20
+  assert len(served.search(queries, k=20, precision="binary")[0]) == 20
+  for call in (lambda: enc.semantic_search(queries, SENTENCES, top_k=5, precision="binary", candidates=2),
+               lambda: served.search(queries, k=5, precision="binary", candidates=2),
+               lambda: code_search.semantic_search(enc.encode(queries), enc.encode(SENTENCES), 5, "binary",
+                                                   candidates=2)):
+    with pytest.raises(ValueError, match=r"^candidates \(2\) must be at least top_k \(5\)"):
+      call()
   with pytest.raises(ValueError, match=r"truncate_dim must be an int in 1..16 \(the embedding width\), got 17"):
     enc.export(str(tmp_path / "other"), corpus=SENTENCES, search="binary", truncate_dim=17)
-
-
-def test_encode_takes_the_saved_ranges_cut_as_the_vectors_and_not_for_unit_length_ones(gaussian):
-  x = gaussian[0][:, :16] + 1.
-  calibration = calibrator.fit("whitening", x)
-  np.testing.assert_array_equal(int8_ranges.encoding_ranges(calibration, 5), calibration.int8_ranges[:, :5])
-  assert int8_ranges.encoding_ranges(calibration, 5, normalized=True) is None
-  assert int8_ranges.encoding_ranges(None) is None
-  calibration.int8_ranges = None                      # a calibration saved before ranges were fitted
-  assert int8_ranges.encoding_ranges(calibration) is None

@@ -74,7 +74,7 @@ CASES = {
     "mirrored-xla": ["--num_cpu_replicas=2", "--use_xla", "--nofit_flow", "--export_flow=none", "--cached_dir="],
     "plain": ["--nofit_flow", "--export_flow=none", "--cached_dir="],
     "all-tasks": ["--eval_tasks=all", "--fit_on=target,nli", "--baselines=whitening-4", "--export_flow=nli"],
-    "faithful": ["--flow_mode=faithful", "--flow_learning_rate=1e-2"],
+    "faithful": ["--flow_mode=faithful", "--flow_learning_rate=1e-2", "--export_litert"],
 }
 
 
@@ -177,6 +177,14 @@ def test_export_variants_chain_the_asked_flow(runs):
     ids = tf.saved_model.load(str(root / f"export_{name}" / "ids" / "1")).signatures["serving_default"]
     got = list(ids(**embedder.tokenizer(tf.constant(sentences), 16)).values())[0].numpy()
     np.testing.assert_allclose(got, want, atol=1e-5, err_msg=name)
+  # --export_litert: the LiteRT file chains the same flow (the tiny model has no Normalize)
+  from ai_edge_litert import interpreter  # pylint: disable=import-outside-toplevel
+  packed = embedder.tokenizer(tf.constant(sentences), 16)
+  runner = interpreter.Interpreter(model_path=str(root / "export_faithful" / "litert" / "model.tflite"))
+  got = runner.get_signature_runner()(ids=packed["input_word_ids"].numpy(), mask=packed["input_mask"].numpy(),
+                                      segment_ids=packed["input_type_ids"].numpy())["embedding"]
+  np.testing.assert_allclose(got, wants["faithful"], atol=1e-4)
+  assert not (root / "export_plain" / "litert").exists()
 
 
 @pytest.mark.slow

@@ -70,7 +70,7 @@ class FlowCalibration:
 
   def save(self, folder):
     fitted_flow.save(self.glow, folder, self.fit_config, self.summary)
-    _save_ranges(self, folder)
+    save_ranges(self, folder)
 
 
 class BaselineCalibration:
@@ -117,19 +117,19 @@ class BaselineCalibration:
   def save(self, folder):
     os.makedirs(folder, exist_ok=True)
     self.baseline.save(os.path.join(folder, BASELINE_FILE))
-    _save_ranges(self, folder)
+    save_ranges(self, folder)
 
 
-def _save_ranges(calibration, folder):
+def save_ranges(calibration, folder):
   if calibration.int8_ranges is not None:
     int8_ranges.save(folder, calibration.int8_ranges)
   if calibration.truncation_order is not None:
     truncation.save(folder, calibration.truncation_order)
 
 
-def _with_ranges(calibration, x):
+def with_ranges(calibration, x):
   """`calibration` with its int8 ranges fitted on its output over the fit vectors x (array or StoreShards), and
-  (a flow) its truncation order, read off them."""
+  (a flow) its truncation order, read off them: every fit does this, SentenceEncoder.fit's and run_flow.py's."""
   calibration.int8_ranges = int8_ranges.fit_ranges(int8_ranges.calibrated_blocks(calibration.transform, x))
   if calibration.method == FLOW:
     calibration.truncation_order = truncation.fit_order(calibration.int8_ranges)
@@ -170,10 +170,10 @@ def fit(method, x, fit_config=None):
   if method != FLOW:
     baseline = _baseline(method)
     if not streamed:
-      return _with_ranges(BaselineCalibration(baseline.fit(x)), x)
+      return with_ranges(BaselineCalibration(baseline.fit(x)), x)
     if not isinstance(baseline, baselines.Whitening):
       raise ValueError(f"{method!r} needs every vector at once; fitted from the store: flow, whitening, whitening-K")
-    return _with_ranges(BaselineCalibration(store_stream.fit_whitening(x, baseline.k)), x)
+    return with_ranges(BaselineCalibration(store_stream.fit_whitening(x, baseline.k)), x)
   fit_config.glow_config()  # a bad config fails here, before the isotropy is computed
   if streamed:
     pairs, provenance = store_stream.StreamedPairs(x), {"pairs": store_stream.PAIR_SOURCE}
@@ -184,7 +184,7 @@ def fit(method, x, fit_config=None):
     pairs, provenance = pair_sources.CachedPairs(x[rows_a], x[rows_b]), None
   with tempfile.TemporaryDirectory(prefix="bert-flow-") as tmp:
     glow_model, summary = flow_fitting.fit_flow(pairs, fit_config, tmp, provenance=provenance)
-  return _with_ranges(FlowCalibration(glow_model, fit_config, summary), x)
+  return with_ranges(FlowCalibration(glow_model, fit_config, summary), x)
 
 
 def fit_baselines(methods, x):
@@ -200,7 +200,7 @@ def fit_baselines(methods, x):
   if isinstance(x, store_stream.StoreShards):
     return [fit(method, x) for method in methods]
   x, shared = _vectors(x), decompositions.Shared()
-  return [_with_ranges(BaselineCalibration(_baseline(method).fit(x, shared)), x) for method in methods]
+  return [with_ranges(BaselineCalibration(_baseline(method).fit(x, shared)), x) for method in methods]
 
 
 def _vectors(x):

@@ -1,4 +1,5 @@
-"""Int8 ranges fitted once on a calibration's own output and saved with it (`encode(precision="int8")` reads them).
+"""Int8 ranges fitted once on a calibration's own output and saved with it (`encode(precision="int8")` quantizes
+the calibrated vectors with them: `sentence_codes`).
 
 sentence-transformers' int8 layout (`quantization.quantize_embeddings`) cuts each dimension's range [lo, hi] into
 256 buckets. Its default range is the min and max of the vectors at hand; on the calibrated vectors here it is
@@ -22,7 +23,6 @@ import os
 
 import numpy as np
 
-from bert_flow_tf.calibration import truncation
 from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 
@@ -104,22 +104,3 @@ def load_ranges(folder):
                            f"{list(ranges.shape)}", path)
   return ranges
 
-
-def encoding_ranges(calibration, truncate_dim=None, normalized=False):
-  """The saved ranges that apply to an encoder's `encode(..., precision="int8")` vectors, or None.
-
-  Args:
-    calibration: the encoder's calibration (calibrator.FlowCalibration / BaselineCalibration), or None.
-    truncate_dim: int or None, the vectors keep truncate_dim dimensions (`truncation.kept`: the first, or those the
-      calibration's truncation order puts first).
-    normalized: bool, the vectors were scaled to unit length (after the calibration).
-
-  Returns:
-    float32 [2, truncate_dim or D'], the calibration's ranges cut as the vectors; None (ranges from the call's own
-    vectors, as sentence-transformers does) without a calibration or saved ranges, or for unit-length vectors:
-    the ranges were fitted on the calibrated vectors as they are, before any normalisation.
-  """
-  ranges = None if calibration is None else calibration.int8_ranges
-  if ranges is None or normalized:
-    return None
-  return ranges[:, truncation.kept(calibration.truncation_order, truncate_dim, ranges.shape[1])]

@@ -12,7 +12,8 @@ is fitted with the calibration, on its output over the fit vectors:
 read off the int8 ranges fitted in the same pass (`int8_ranges`: each is 2 x 3.9 standard deviations wide), and
 saved beside it as ORDER_FILE, int32 [D'], a permutation of 0..D'-1. `truncate_dim=k` then keeps order[:k], in that
 order (so a cut to 64 of the cut to 128 is the cut to 64). A calibration without an order (a baseline, or a flow
-saved before orders were fitted) keeps its first k, as before; a cut to k >= D' keeps every dimension in place.
+saved before orders were fitted) keeps its first k; a cut to k = D' keeps every dimension in place, and k outside
+1..D' is an error (`check`).
 
 Legend: D' = the calibrated width, k = truncate_dim.
 """
@@ -32,16 +33,27 @@ def fit_order(ranges):
   return np.argsort(-(ranges[1] - ranges[0]), kind="stable").astype(np.int32)
 
 
+def check(truncate_dim, dim):
+  """Returns truncate_dim as an int if it is one in 1..dim, else raises ValueError (one line, both numbers)."""
+  if isinstance(truncate_dim, bool) or not isinstance(truncate_dim, (int, np.integer)) or not 1 <= truncate_dim <= dim:
+    raise ValueError(f"truncate_dim must be an int in 1..{dim} (the embedding width), got {truncate_dim!r}")
+  return int(truncate_dim)
+
+
 def kept(order, truncate_dim, dim):
-  """The dimensions `truncate_dim` keeps of vectors of width `dim`: slice(None) for none (or k >= dim), the first k
-  (slice) without an order, else order[:k] (int32 [k]). Index the last axis with it."""
-  if not truncate_dim or truncate_dim >= dim:
+  """The dimensions `truncate_dim` keeps of vectors of width `dim`: slice(None) for None (or k = dim), the first k
+  (slice) without an order, else order[:k] (int32 [k]). Index the last axis with it.
+
+  Raises:
+    ValueError: truncate_dim not None and not an int in 1..dim (`check`).
+  """
+  if truncate_dim is None or check(truncate_dim, dim) == dim:
     return slice(None)
   return slice(0, truncate_dim) if order is None else np.asarray(order[:truncate_dim])
 
 
 def kept_indices(order, truncate_dim, dim):
-  """`kept` as int32 [k'] indices (k' = min(truncate_dim or dim, dim)), for a graph's gather."""
+  """`kept` as int32 [k'] indices (k' = truncate_dim, or dim for None), for a graph's gather."""
   return np.arange(dim, dtype=np.int32)[kept(order, truncate_dim, dim)]
 
 

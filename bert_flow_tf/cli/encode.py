@@ -6,7 +6,11 @@
 
 With a calibration fitted once: `--flow_checkpoint FLOW_DIR` (a fitted-flow directory from run_flow.py) maps the
 embeddings through the flow; `--exported_model EXPORT_DIR/text/1` encodes through an exported text SavedModel
-instead (it already fixes the model, pooling, max_seq_length and flow). A SavedModel is a program: --exported_model
+instead (it already fixes the model, pooling, max_seq_length and flow). The vectors are `encode`'s: unit length when
+the model ends with a Normalize (the preset does), as SentenceEncoder and ExportedEncoder return them. Its
+--max_seq_length is 64 by default, not the model's own as SentenceEncoder's: it is the flag run_flow.py and the Beam
+pipeline share, so the command reads their embedding store and encodes as the flow they fitted was fitted (pass
+--max_seq_length=256 for the preset's own). A SavedModel is a program: --exported_model
 loads and runs the graph it names because the caller named it, so give it only exports you trust
 (docs/security.md).
 """
@@ -72,7 +76,7 @@ def main(argv):
     embedder = SentenceEmbedder(model, FLAGS.pooling, FLAGS.max_seq_length, strategy=strategy,
                                 static_shapes=engine_flags.static_shapes_from_flags(strategy),
                                 use_xla=FLAGS.use_xla)
-    encoder = SentenceEncoder(embedder, batch_size=FLAGS.encode_batch_sentences)
+    encoder = SentenceEncoder(embedder, batch_size=FLAGS.encode_batch_sentences)  # with the model's Normalize
     what = embedder.pooling_spec.describe()
     if FLAGS.flow_checkpoint:
       try:

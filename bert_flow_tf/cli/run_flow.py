@@ -20,6 +20,7 @@ from absl import flags
 from absl import logging
 
 from bert_flow_tf import data
+from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration.flow_fitting import FlowFitConfig
 from bert_flow_tf.cli import aliases
 from bert_flow_tf.cli import config_flags
@@ -141,21 +142,24 @@ def main(argv):
 
 
 def _export(experiment):
-  from bert_flow_tf.serving import export  # pylint: disable=g-import-not-at-top
+  """Exports the flow --export_flow names through SentenceEncoder.export, the one exporter (its int8 ranges and
+  truncation order in export_info.json, the model's Normalize recorded)."""
+  from bert_flow_tf.sentence_encoder import SentenceEncoder  # pylint: disable=g-import-not-at-top (loads serving)
   own = FLAGS.train_file or FLAGS.eval_file
   dataset = data.custom.DATASET if own else data.TASKS[FLAGS.task_name].dataset
   if FLAGS.export_flow == "init_checkpoint":
-    glow_model = tf1_flow.load_tf1_flow(FLAGS.init_checkpoint,
-                                        FLAGS.flow_model_config if FLAGS["flow_model_config"].present else None)
+    calibration = calibrator.FlowCalibration(tf1_flow.load_tf1_flow(
+        FLAGS.init_checkpoint, FLAGS.flow_model_config if FLAGS["flow_model_config"].present else None), None, {})
   else:
     key = {"target": ("target", dataset), "nli": NLI_FLOW, "none": None}[FLAGS.export_flow]
     if key is not None and key not in experiment.flows:
       raise app.UsageError(f"--export_flow={FLAGS.export_flow}: no such flow was fitted in this run "
                            f"(--fit_on={','.join(FLAGS.fit_on)})")
-    glow_model = experiment.flows[key].glow if key is not None else None
-  paths = export.export_models(experiment.embedder, glow_model, FLAGS.export_dir, overwrite=True)
-  logging.info("exported %s (flow: %s): %s and %s", FLAGS.export_dir, FLAGS.export_flow, paths["text"],
-               paths["ids"])
+    calibration = experiment.flows[key] if key is not None else None
+  encoder = SentenceEncoder(experiment.embedder, calibration=calibration, batch_size=FLAGS.encode_batch_sentences)
+  paths = encoder.export(FLAGS.export_dir, overwrite=True, litert=FLAGS.export_litert)
+  logging.info("exported %s (flow: %s): %s", FLAGS.export_dir, FLAGS.export_flow,
+               ", ".join(str(path) for kind, path in sorted(paths.items()) if kind != "info"))
 
 
 def run():

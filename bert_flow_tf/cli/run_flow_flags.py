@@ -41,7 +41,7 @@ GROUPS = (
               "flow_learning_rate", "num_train_epochs", "nli_flow_learning_rate", "nli_num_train_epochs",
               "flow_batch_pairs", "use_full_for_training", "one_pass_full", "seed", "save_checkpoints_steps")),
     ("Outputs", ("output_dir", "output_parent_dir", "exp_name", "exp_name_prefix", "cache_dir", "export_dir",
-                 "export_flow", "progress")),
+                 "export_flow", "export_litert", "progress")),
     *engine_flags.help_groups("Encoding and devices", ["encode_batch_sentences"]),
 )
 # What --help shows (--helpfull: every flag): the flags of the README's commands.
@@ -103,6 +103,8 @@ class RunFlowOptions:
     export_flow: Which flow the export chains: target or nli (fitted here), none, or init_checkpoint: the Glow
       stored in an original BERT-flow checkpoint (--init_checkpoint, its bert/flow/... variables; config read from
       them unless --flow_model_config is given), exported unchanged (use with --nofit_flow).
+    export_litert: Also write <export_dir>/litert/model.tflite and model_int8.tflite (token ids in, the exported
+      vector out; MediaPipe's TextEmbedder loads them: docs/serving.md, LiteRT). Needs the litert extra.
   """
   task_name: str = _checked(checks.one_of(data.EVAL_TASKS), "sts-b")
   data_dir: str = "data"
@@ -126,6 +128,7 @@ class RunFlowOptions:
   cache_dir: str = None
   export_dir: str = None
   export_flow: str = _checked(checks.one_of(("target", "nli", "none", "init_checkpoint")), "target")
+  export_litert: bool = False
 
   def __post_init__(self):
     checks.check_fields(self)

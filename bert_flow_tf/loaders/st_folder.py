@@ -16,6 +16,7 @@ import dataclasses
 import json
 import os
 
+from bert_flow_tf.loaders import presets
 from bert_flow_tf.utils import errors
 
 MODULES_FILE = "modules.json"
@@ -50,6 +51,13 @@ class StSettings:
 def is_st_folder(path):
   """Whether `path` is a directory holding a sentence-transformers modules.json."""
   return isinstance(path, (str, os.PathLike)) and os.path.isfile(os.path.join(path, MODULES_FILE))
+
+
+def settings_of(model):
+  """StSettings of a preset name, Hub id or directory that is a sentence-transformers folder; None for anything else
+  (another format, a loaders.LoadedModel, None)."""
+  folder = presets.model_dir(model) if isinstance(model, (str, os.PathLike)) else None
+  return read(folder) if folder is not None and is_st_folder(folder) else None
 
 
 def _read_json(path):

@@ -39,8 +39,9 @@ class BertEncoder(keras.layers.Layer):
     word_ids = inputs["input_word_ids"]
     mask = tf.cast(inputs["input_mask"], tf.float32)                              # [B, S]
     embedding_output = self.embeddings(word_ids, inputs["input_type_ids"], training=training)   # [B, S, H]
-    # In the compute dtype (float16/bfloat16 under a mixed-precision policy); -10000 fits in float16.
-    attention_bias = tf.cast((1.0 - mask)[:, tf.newaxis, tf.newaxis, :] * -10000.0,
+    # In the compute dtype (float16/bfloat16 under a mixed-precision policy); -10000 fits in float16. Axes are
+    # added with expand_dims: LiteRT has no builtin for a strided slice that adds them (serving/litert.py).
+    attention_bias = tf.cast(tf.expand_dims(tf.expand_dims(1.0 - mask, 1), 1) * -10000.0,
                              embedding_output.dtype)                                         # [B, 1, 1, S]
     # The blocks keep the tokens as rows of one 2-D matrix: each dense layer is one matmul (fused with its bias).
     batch, seq, hidden = tf.shape(word_ids)[0], tf.shape(word_ids)[1], self.config.hidden_size

@@ -139,7 +139,7 @@ def deepest_layer(names, num_layers):
 
 def masked_mean(hidden, input_mask):
   """Token mean over non-padding positions. hidden [B, S, H], input_mask int [B, S] -> [B, H]."""
-  mask = tf.cast(input_mask, hidden.dtype)[:, :, tf.newaxis]                  # [B, S, 1]
+  mask = tf.expand_dims(tf.cast(input_mask, hidden.dtype), 2)                 # [B, S, 1] (no tf.newaxis: LiteRT)
   return tf.reduce_sum(hidden * mask, axis=1) / tf.reduce_sum(mask, axis=1)
 
 

@@ -77,7 +77,7 @@ class GraphQuantizer(tf.Module):
                        f"{list(precisions)}")
     self.lo = self.step = None
     if {"int8", "uint8"} & set(self.precisions):
-      lo, step = quantized_search.bucket_middles(_check_int8_ranges(ranges, dim))
+      lo, step = quantized_search.bucket_starts_and_widths(_check_int8_ranges(ranges, dim))
       self.lo = tf.Variable(lo, trainable=False, name="int8_lo")
       self.step = tf.Variable(step, trainable=False, name="int8_step")
 
@@ -125,7 +125,7 @@ class BinaryIndex(tf.Module):
     self.words = tf.Variable(np.ascontiguousarray(corpus.words[:corpus.filled].T), trainable=False,
                              name="words")                                            # [W, M]
     self.codes = tf.Variable(corpus.codes[:corpus.filled], trainable=False, name="codes")   # [M, D']
-    lo, step = quantized_search.bucket_middles(corpus.ranges)
+    lo, step = quantized_search.bucket_starts_and_widths(corpus.ranges)
     self.lo = tf.Variable(lo, trainable=False, name="lo")
     self.step = tf.Variable(step, trainable=False, name="step")
 
@@ -240,15 +240,13 @@ def export_encoder(encoder, calibration, export_dir, version, overwrite, corpus,
   Returns:
     dict: "text", "ids", "info" and (binary) KIND: the paths written.
   """
-  if search not in quantized_search.SEARCH_PRECISIONS:
-    raise ValueError(f"search precision {search!r} is not supported; use one of "
-                     f"{', '.join(quantized_search.SEARCH_PRECISIONS)}")
+  quantized_search.check_search_precision(search)
   quantizer = None
   if precisions:
-    quantizer = GraphQuantizer(precisions, None if encoder.calibration is None else encoder.calibration.int8_ranges,
-                               encoder.dim)
+    quantizer = GraphQuantizer(precisions, encoder.int8_ranges, encoder.dim)
   paths = export_lib.export_models(encoder.embedder, calibration, export_dir, version=version, overwrite=overwrite,
-                                   quantizer=quantizer, truncation_order=encoder.truncation_order)
+                                   quantizer=quantizer, truncation_order=encoder.truncation_order,
+                                   int8_ranges=encoder.int8_ranges, normalize=encoder.normalize)
   if corpus is not None and search == "binary":
     paths[KIND] = export_encoder_corpus(encoder, calibration, list(corpus), export_dir, truncate_dim, version,
                                         overwrite)
@@ -274,8 +272,6 @@ def export_encoder_corpus(encoder, calibration, corpus, export_dir, truncate_dim
   Returns:
     str, the SavedModel directory.
   """
-  if truncate_dim is not None:
-    check_truncate_dim(truncate_dim, encoder.dim)
   dims = truncation.kept_indices(encoder.truncation_order, truncate_dim, encoder.dim)   # [D']
   if not corpus:
     raise ValueError("a binary search export needs a corpus of at least one sentence")
@@ -285,14 +281,8 @@ def export_encoder_corpus(encoder, calibration, corpus, export_dir, truncate_dim
       block = corpus[start:start + BLOCK_ROWS]
       yield block, encoder._embed(block, show_progress_bar=False)[:, dims]  # pylint: disable=protected-access
 
-  ranges = None if encoder.calibration is None else encoder.calibration.int8_ranges
+  ranges = encoder.int8_ranges
   ranges = int8_ranges.fit_ranges(v for _, v in blocks()) if ranges is None else ranges[:, dims]
   return export_binary_search(encoder.embedder, calibration, blocks(), len(corpus), ranges, export_dir, version,
                               overwrite, dims, num_lists)
 
-
-def check_truncate_dim(truncate_dim, dim):
-  """Returns truncate_dim if it is an int in 1..dim, else raises ValueError."""
-  if isinstance(truncate_dim, bool) or not isinstance(truncate_dim, (int, np.integer)) or not 1 <= truncate_dim <= dim:
-    raise ValueError(f"truncate_dim must be an int in 1..{dim} (the embedding width), got {truncate_dim!r}")
-  return int(truncate_dim)

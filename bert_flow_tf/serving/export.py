@@ -39,6 +39,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_flow_tf import search
+from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.serving import text_bound
 from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
@@ -76,7 +77,17 @@ class Affine(tf.Module):
     return tf.matmul(x - self.center, self.kernel) + self.offset, None
 
 
-class _IdsEmbedder(tf.Module):
+def in_graph(calibration):
+  """What the exported graphs chain for a calibration.calibrator calibration: its glow.Glow (a flow), an Affine (a
+  baseline), or None (no calibration)."""
+  if calibration is None:
+    return None
+  if calibration.method == calibrator.FLOW:
+    return calibration.glow
+  return Affine(calibration.method, *calibration.affine())
+
+
+class IdsEmbedder(tf.Module):
   """BERT + pooling + optional flow on packed ids; the tokenizer-free SavedModel's root."""
 
   def __init__(self, embedder, calibration):
@@ -107,7 +118,7 @@ class _IdsEmbedder(tf.Module):
     return {"embeddings": self.embed_ids(packing.input_dict(input_word_ids, input_mask, input_type_ids))}
 
 
-class TextEmbedder(_IdsEmbedder):
+class TextEmbedder(IdsEmbedder):
   """The ids embedder behind the in-graph tokenizer; the text SavedModel's root.
 
   It follows TF-Hub's Reusable SavedModel API: a callable root plus `variables` and `trainable_variables`
@@ -156,7 +167,7 @@ def check_version(version):
 
 
 def export_models(embedder, calibration, export_dir, version=1, overwrite=False, quantizer=None,
-                  truncation_order=None):
+                  truncation_order=None, int8_ranges=None, normalize=False):
   """Writes the text and ids SavedModels and export_info.json under `export_dir`.
 
   Args:
@@ -171,6 +182,10 @@ def export_models(embedder, calibration, export_dir, version=1, overwrite=False,
       its outputs ("embeddings_int8", ...: the embeddings in sentence-transformers' quantized layouts).
     truncation_order: int [D] or None, the calibration's truncation order (`calibration.truncation`), recorded in
       export_info.json for an ExportedEncoder's truncate_dim.
+    int8_ranges: float [2, D] or None, the calibration's int8 ranges, recorded in export_info.json for an
+      ExportedEncoder's precision codes (`sentence_codes`: the same as the quantizer's outputs).
+    normalize: bool, the model ends with a Normalize (recorded: an ExportedEncoder's `encode` applies it; the
+      SavedModels return the calibrated vectors, which `embeddings_int8` and the rest quantize).
 
   Returns:
     dict: "text" and "ids" (the SavedModel directories) and "info" (the JSON file).
@@ -192,7 +207,7 @@ def export_models(embedder, calibration, export_dir, version=1, overwrite=False,
   save_atomically(text, paths["text"], {"serving_default": text.serve_text,
                                          "similarity": text.serve_similarity},
                    warmup and warmup.text_model_logs())
-  ids = _IdsEmbedder(embedder, calibration)
+  ids = IdsEmbedder(embedder, calibration)
   save_atomically(ids, paths["ids"], {"serving_default": ids.serve_ids},
                    warmup and warmup.ids_model_logs(embedder.tokenizer))
   info_path = os.path.join(export_dir, INFO_FILE)
@@ -201,6 +216,9 @@ def export_models(embedder, calibration, export_dir, version=1, overwrite=False,
     info["precisions"] = list(quantizer.precisions)
   if truncation_order is not None:
     info["truncation_order"] = [int(i) for i in truncation_order]
+  if int8_ranges is not None:
+    info["int8_ranges"] = np.asarray(int8_ranges, np.float32).tolist()
+  info["normalize"] = bool(normalize)
   io_utils.write_text(info_path, json.dumps(info, indent=2) + "\n")
   return dict(paths, info=info_path)
 

@@ -52,7 +52,7 @@ class IvfBinaryIndex(tf.Module):
     self.ids = tf.Variable(index.ids, trainable=False, name="ids")                          # [M]
     self.words = tf.Variable(index.words, trainable=False, name="words")                    # [M, W]
     self.codes = tf.Variable(index.codes, trainable=False, name="codes")                    # [M, D']
-    lo, step = quantized_search.bucket_middles(index.ranges)
+    lo, step = quantized_search.bucket_starts_and_widths(index.ranges)
     self.lo = tf.Variable(lo, trainable=False, name="lo")
     self.step = tf.Variable(step, trainable=False, name="step")
     self.nprobe = tf.Variable(min(nprobe, index.num_lists), trainable=False, name="default_nprobe")
