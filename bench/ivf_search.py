@@ -152,7 +152,7 @@ def one_size(args, enc, affine, x_full, ranges, corpus, query_ids, size, workdir
   q = big[query_ids]
   want = np.concatenate([quantized.exact_top(q[i:i + 50], big, 10, query_ids[i:i + 50]) for i in range(0, len(q), 50)])
   codes = quantized_search.CorpusCodes.of(big, ranges)
-  lists = ivf_index.default_num_lists(size)
+  lists = ivf_index.suggested_num_lists(size)
   start = time.perf_counter()
   index = ivf_index.build(codes, lists)
   row = {"size": size, "lists": lists, "build_s": time.perf_counter() - start}
@@ -212,7 +212,7 @@ def real_only(args, x_full, ranges, query_ids):
   q = x[query_ids]
   want = quantized.exact_top(q, x, 10, query_ids)
   codes = quantized_search.CorpusCodes.of(x, ranges)
-  lists = ivf_index.default_num_lists(len(x))
+  lists = ivf_index.suggested_num_lists(len(x))
   index = ivf_index.build(codes, lists)
   out = {"size": len(x), "lists": lists, "recall@10": {}}
   for c in (200, 1000, args.candidates):

@@ -1,6 +1,6 @@
 """semantic_search over vectors at a precision: exact fp32 (`search`), or binary codes with int8 rescoring
-(`quantized_search`: the exact scan below `ivf_index.MIN_ROWS_FOR_LISTS` vectors, the inverted-file index above),
-as the binary search SavedModel searches the same corpus.
+(`quantized_search`'s exact scan; `ivf_index`, the inverted-file index, when num_lists >= 1 is asked), as the binary
+search SavedModel searches the same corpus.
 
 Legend: n = queries, M = corpus vectors, D' = width.
 """
@@ -14,7 +14,7 @@ from bert_flow_tf.calibration import int8_ranges
 
 
 def semantic_search(query_vectors, corpus_vectors, top_k=10, precision="float32", rescore=True,
-                    candidates=None, ranges=None, nprobe=None):
+                    candidates=None, ranges=None, num_lists=0, nprobe=None):
   """`search.semantic_search` (precision "float32") or the binary search over the corpus's codes ("binary").
 
   Args:
@@ -24,9 +24,10 @@ def semantic_search(query_vectors, corpus_vectors, top_k=10, precision="float32"
     precision: str, one of quantized_search.SEARCH_PRECISIONS.
     ranges: float [2, D'], the int8 ranges of the rescoring (a calibration's `int8_ranges`); None: fitted on the
       corpus vectors (`int8_ranges.fit_ranges`).
-    nprobe: int >= 1, the lists probed when the corpus has an inverted-file index (`ivf_index.default_num_lists`
-      of M lists: none below ivf_index.MIN_ROWS_FOR_LISTS vectors; built on each call, 1.2 s at 100k vectors);
-      None: `ivf_index.default_nprobe`.
+    num_lists: int L, 0 for the exact scan of every code (the default: the index is not yet faster at the same
+      recall, docs/quantization.md); L >= 1: an inverted-file index of L lists (`ivf_index.build`, on each call:
+      1.2 s at 100k vectors) searched instead.
+    nprobe: int >= 1, the lists the index probes (num_lists >= 1 only); None: `ivf_index.default_nprobe(L)`.
 
   Returns:
     list of n lists of {"corpus_id": int, "score": float}, best first.
@@ -39,17 +40,18 @@ def semantic_search(query_vectors, corpus_vectors, top_k=10, precision="float32"
     ranges = int8_ranges.fit_ranges(corpus_vectors)
   candidates = quantized_search.candidates_for(top_k, candidates)
   codes = quantized_search.CorpusCodes.of(corpus_vectors, ranges)
-  num_lists = ivf_index.default_num_lists(len(corpus_vectors))
-  if not num_lists:
+  if not ivf_index.check_num_lists(num_lists, len(corpus_vectors)):
+    if nprobe is not None:
+      raise ValueError("nprobe needs an inverted-file index (num_lists >= 1); num_lists 0 scans every vector")
     return quantized_search.search_codes(query_vectors, codes, top_k, candidates, rescore)
   return ivf_index.search_index(query_vectors, ivf_index.build(codes, num_lists), top_k, candidates, nprobe,
                                 rescore)
 
 
-def encoder_search(encoder, queries, corpus, top_k, precision, rescore, candidates, nprobe=None):
+def encoder_search(encoder, queries, corpus, top_k, precision, rescore, candidates, num_lists=0, nprobe=None):
   """`semantic_search` for a SentenceEncoder: queries and corpus (str, list of str or vectors) as its `vectors_of`
   gives them for cosine (calibrated, cut to its truncate_dim), the int8 ranges its calibration saved, cut alike."""
   return semantic_search(encoder.vectors_of(queries, True), encoder.vectors_of(corpus, True), top_k, precision,
                          rescore, candidates,
                          sentence_codes.kept_ranges(encoder.int8_ranges, encoder.truncation_order, encoder.truncate_dim),
-                         nprobe)
+                         num_lists, nprobe)

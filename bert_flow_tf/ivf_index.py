@@ -25,7 +25,6 @@ import numpy as np
 from bert_flow_tf import quantized_search
 from bert_flow_tf import search
 
-MIN_ROWS_FOR_LISTS = 32768   # below: no lists (the exact scan of 32k codes already takes well under a millisecond)
 MAX_LISTS = 4096
 SAMPLE_PER_LIST = 64         # k-means fit sample: 64 vectors a list (65,536 at L = 1,024)
 FIT_ITERATIONS = 12
@@ -33,11 +32,9 @@ ASSIGN_ROWS = 65536          # vectors assigned to lists at a time: 32 MB of flo
 DEFAULT_NPROBE_FRACTION = 3 / 8  # lists probed by default: 384 of 1,024 (recall@10 >= 0.95 at 1M: docs/quantization.md)
 
 
-def default_num_lists(rows):
-  """L for a corpus of `rows` vectors: 0 (no lists: the exact scan) below MIN_ROWS_FOR_LISTS, else the power of two
-  nearest sqrt(rows), at most MAX_LISTS (1,024 at a million)."""
-  if rows < MIN_ROWS_FOR_LISTS:
-    return 0
+def suggested_num_lists(rows):
+  """A starting L for a corpus of `rows` >= 1 vectors: the power of two nearest sqrt(rows), at most MAX_LISTS
+  (256 at 100k, 1,024 at a million; docs/quantization.md, choosing L and nprobe)."""
   return int(min(MAX_LISTS, 2 ** round(np.log2(np.sqrt(rows)))))
 
 
@@ -106,17 +103,16 @@ class IvfCodes:
     return self.codes.shape[1]
 
 
-def build(corpus, num_lists=None, seed=0):
+def build(corpus, num_lists, seed=0):
   """IvfCodes of a filled quantized_search.CorpusCodes.
 
   Args:
     corpus: quantized_search.CorpusCodes, filled (M vectors).
-    num_lists: int L in 1..min(M, MAX_LISTS); None: `default_num_lists(M)`, at least 1.
+    num_lists: int L in 1..min(M, MAX_LISTS) (`suggested_num_lists(M)` is a start).
     seed: int, the fit sample's and the first centroids' draw.
   """
   rows = corpus.filled
-  num_lists = max(1, default_num_lists(rows)) if num_lists is None else check_num_lists(num_lists, rows)
-  if num_lists < 1:
+  if check_num_lists(num_lists, rows) < 1:
     raise ValueError("an inverted-file index needs at least one list (num_lists 0 is the exact scan)")
   rng = np.random.default_rng(seed)
   sample = np.sort(rng.choice(rows, size=min(rows, SAMPLE_PER_LIST * num_lists), replace=False))

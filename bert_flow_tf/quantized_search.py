@@ -16,7 +16,7 @@ never held whole.
      Without rescoring, the top_k of pass 1 with score 1 - 2 hamming / D' (the cosine of the +-1 sign vectors).
 
 The SavedModel (`serving.binary_search`) computes the same in its graph; `code_search.semantic_search` calls
-this below `ivf_index.MIN_ROWS_FOR_LISTS` vectors (the inverted-file index, `ivf_index`, above).
+this unless an inverted-file index (`ivf_index`) is asked for.
 
 Legend: n = queries, M = corpus vectors, D' = width, W = 64-bit words per vector, C = candidates.
 """

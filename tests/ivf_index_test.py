@@ -104,16 +104,20 @@ def test_bad_lists_and_probes_are_one_line(gaussian):
     ivf_index.build(corpus, 5000)
   with pytest.raises(ValueError, match="nprobe must be an int >= 1, got 0"):
     ivf_index.search_index(q, index, nprobe=0)
-  assert ivf_index.default_num_lists(32767) == 0 and ivf_index.default_num_lists(1_000_000) == 1024
+  with pytest.raises(ValueError, match="an inverted-file index needs at least one list"):
+    ivf_index.build(corpus, 0)
+  assert ivf_index.suggested_num_lists(100_000) == 256 and ivf_index.suggested_num_lists(1_000_000) == 1024
   assert ivf_index.default_nprobe(1024) == 384 and ivf_index.default_nprobe(2) == 1
 
 
-def test_semantic_search_uses_the_index_above_its_threshold(gaussian, monkeypatch):
+def test_semantic_search_scans_every_code_unless_asked_for_lists(gaussian):
   x, q, corpus, _ = gaussian
-  monkeypatch.setattr(ivf_index, "MIN_ROWS_FOR_LISTS", 1000)                # 1,500 vectors: 32 lists
-  got = code_search.semantic_search(q, x, 5, "binary", candidates=50, ranges=corpus.ranges, nprobe=2)
-  want = ivf_index.search_index(q, ivf_index.build(corpus, 32), 5, 50, nprobe=2)
-  assert got == want and got != quantized_search.search_codes(q, corpus, 5, 50)
+  exact = quantized_search.search_codes(q, corpus, 5, 50)
+  assert code_search.semantic_search(q, x, 5, "binary", candidates=50, ranges=corpus.ranges) == exact
+  got = code_search.semantic_search(q, x, 5, "binary", candidates=50, ranges=corpus.ranges, num_lists=32, nprobe=2)
+  assert got == ivf_index.search_index(q, ivf_index.build(corpus, 32), 5, 50, nprobe=2) and got != exact
+  with pytest.raises(ValueError, match=r"^nprobe needs an inverted-file index \(num_lists >= 1\)"):
+    code_search.semantic_search(q, x, 5, "binary", ranges=corpus.ranges, nprobe=2)
 
 
 @pytest.fixture(scope="module", name="tiny_embedder")
@@ -162,8 +166,7 @@ def test_an_encoders_stored_corpus_exports_its_index_block_by_block(tmp_path, mo
                                      cache_dir=str(tmp_path / "store"))
   enc.fit(SENTENCES, method="whitening")
   monkeypatch.setattr(binary_search, "BLOCK_ROWS", 4)     # 23 sentences in 6 blocks, read back from the store
-  monkeypatch.setattr(ivf_index, "MIN_ROWS_FOR_LISTS", 16)  # 23 sentences: the default 4 lists
-  enc.export(str(tmp_path / "exp"), corpus=SENTENCES, search="binary", truncate_dim=10)
+  enc.export(str(tmp_path / "exp"), corpus=SENTENCES, search="binary", truncate_dim=10, num_lists=4)
   vectors = enc.encode(SENTENCES)[:, :10]
   index = ivf_index.build(quantized_search.CorpusCodes.of(vectors, enc.calibration.int8_ranges[:, :10]), 4)
   served = exported_encoder.ExportedEncoder(str(tmp_path / "exp"))

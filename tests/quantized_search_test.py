@@ -200,7 +200,7 @@ def test_an_encoders_corpus_exports_block_by_block_and_exported_encoder_searches
   queries = ["a man plays", "the dog"]
   assert enc.semantic_search(queries, SENTENCES, top_k=3, precision="binary", candidates=8) == \
       code_search.semantic_search(enc.encode(queries), enc.encode(SENTENCES), 3, "binary", candidates=8,
-                                       ranges=ranges)
+                                  ranges=ranges)
   np.testing.assert_array_equal(enc.encode(queries, precision="int8"),   # the saved ranges, not the call's
                                 quantization.quantize_embeddings(enc.encode(queries), "int8", ranges=ranges))
   np.testing.assert_array_equal(enc.encode(queries, precision="uint8", truncate_dim=10),
@@ -215,7 +215,7 @@ def test_an_encoders_corpus_exports_block_by_block_and_exported_encoder_searches
   served = bert_flow_tf.ExportedEncoder(str(tmp_path / "exp"))
   got = served.search(queries, k=3, precision="binary", candidates=8)
   want = code_search.semantic_search(enc.encode(queries)[:, :10], enc.encode(SENTENCES)[:, :10], 3,
-                                          "binary", candidates=8, ranges=ranges[:, :10])
+                                     "binary", candidates=8, ranges=ranges[:, :10])
   assert [[h["corpus_id"] for h in row] for row in got] == [[h["corpus_id"] for h in row] for row in want]
   np.testing.assert_allclose([[h["score"] for h in row] for row in got],
                              [[h["score"] for h in row] for row in want], atol=1e-5)

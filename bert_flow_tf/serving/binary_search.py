@@ -5,9 +5,9 @@
                        scores float32 [B, k'], sentences string [B, k']  (k' = min(k, candidates, M), best first)
       search_probe:    the same inputs and nprobe int32 [] (only an export with an inverted-file index)
 
-The corpus is scanned whole (the exact scan below, `BinaryIndex`: num_lists 0, the default below
-`ivf_index.MIN_ROWS_FOR_LISTS` vectors) or through an inverted-file index (`ivf_probe.IvfBinaryIndex`: its
-`nprobe` nearest lists alone, the model's default nprobe for serving_default).
+The corpus is scanned whole (the exact scan below, `BinaryIndex`: num_lists 0, the default) or, when num_lists
+L >= 1 is asked, through an inverted-file index (`ivf_probe.IvfBinaryIndex`: its `nprobe` nearest lists alone, the
+model's default nprobe for serving_default).
 
 A query batch is embedded as by the text model and cut to the corpus's D' dimensions (`truncate_dim`: the model's
 `dims`, int32 [D'], the first D' or those a flow's truncation order puts first: `calibration.truncation`). Each
@@ -181,7 +181,7 @@ class _BinarySearchModel(tf.Module):
 
 
 def export_binary_search(embedder, calibration, blocks, rows, ranges, export_dir, version=1, overwrite=False,
-                         dims=None, num_lists=None, nprobe=None):
+                         dims=None, num_lists=0, nprobe=None):
   """Writes export_dir/binary_search/<version>, its corpus filled a block at a time, then (num_lists L >= 1) stored
   list by list in an inverted-file index (`ivf_index.build`: from the codes, without the fp32 vectors).
 
@@ -196,7 +196,7 @@ def export_binary_search(embedder, calibration, blocks, rows, ranges, export_dir
     version: int >= 1.
     overwrite: bool. Replace an existing version.
     dims: int [D'], the text model's output dimensions the vectors hold, in their order; None: the first D'.
-    num_lists: int L, 0 for the exact scan of every code; None: `ivf_index.default_num_lists(M)`.
+    num_lists: int L, 0 for the exact scan of every code (the default); L >= 1: an inverted-file index.
     nprobe: int >= 1, the lists a request probes unless it names nprobe; None: `ivf_index.default_nprobe(L)`.
 
   Returns:
@@ -215,7 +215,7 @@ def export_binary_search(embedder, calibration, blocks, rows, ranges, export_dir
   if not rows or corpus.filled != rows or len(sentences) != rows:
     raise ValueError(f"the corpus needs M >= 1 vectors and sentences, M = {rows}; got {corpus.filled} vectors "
                      f"and {len(sentences)} sentences")
-  num_lists = ivf_index.default_num_lists(rows) if num_lists is None else ivf_index.check_num_lists(num_lists, rows)
+  num_lists = ivf_index.check_num_lists(num_lists, rows)
   index = ivf_probe.IvfBinaryIndex(ivf_index.build(corpus, num_lists), nprobe) if num_lists else BinaryIndex(corpus)
   model = _BinarySearchModel(embedder, calibration, index, sentences,
                              np.arange(corpus.dim) if dims is None else np.asarray(dims, np.int32))
@@ -226,7 +226,8 @@ def export_binary_search(embedder, calibration, blocks, rows, ranges, export_dir
   return path
 
 
-def export_encoder(encoder, calibration, export_dir, version, overwrite, corpus, search, truncate_dim, precisions):
+def export_encoder(encoder, calibration, export_dir, version, overwrite, corpus, search, truncate_dim, precisions,
+                   num_lists=0):
   """SentenceEncoder.export's text and ids models and, for search="binary" with a corpus, binary_search/<version>;
   search/<version> (search="float32") is the encoder's.
 
@@ -236,6 +237,7 @@ def export_encoder(encoder, calibration, export_dir, version, overwrite, corpus,
     search: "float32" or "binary".
     truncate_dim: int or None, the binary search's width (truncate_dim calibrated dimensions, as `encode` cuts them).
     precisions: quantization precisions ("int8", "binary", ...) the text model also returns, one output each.
+    num_lists: int, the binary search's inverted-file lists (`export_binary_search`; 0: the exact scan).
 
   Returns:
     dict: "text", "ids", "info" and (binary) KIND: the paths written.
@@ -249,12 +251,12 @@ def export_encoder(encoder, calibration, export_dir, version, overwrite, corpus,
                                    int8_ranges=encoder.int8_ranges, normalize=encoder.normalize)
   if corpus is not None and search == "binary":
     paths[KIND] = export_encoder_corpus(encoder, calibration, list(corpus), export_dir, truncate_dim, version,
-                                        overwrite)
+                                        overwrite, num_lists)
   return paths
 
 
 def export_encoder_corpus(encoder, calibration, corpus, export_dir, truncate_dim=None, version=1, overwrite=False,
-                          num_lists=None):
+                          num_lists=0):
   """`export_binary_search` for a SentenceEncoder: its corpus encoded BLOCK_ROWS sentences at a time (read from its
   store when it has a cache_dir), calibrated, cut to `truncate_dim` dimensions as its `encode` cuts them (the first,
   or those its calibration's truncation order puts first).

@@ -61,7 +61,7 @@ def test_a_flow_encoders_encode_search_and_binary_export_keep_the_same_dimension
                                 quantization.quantize_embeddings(full[:, dims], "int8", ranges=ranges))
   queries = ["a man plays", "the dog"]
   want = code_search.semantic_search(enc.encode(queries)[:, dims], full[:, dims], 3, "binary", candidates=8,
-                                          ranges=ranges)
+                                     ranges=ranges)
   enc.truncate_dim = 6
   assert enc.semantic_search(queries, SENTENCES, top_k=3, precision="binary", candidates=8) == want
   enc.truncate_dim = None
