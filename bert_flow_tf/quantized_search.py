@@ -57,6 +57,13 @@ def dequantize(codes, ranges):
   return lo + (np.asarray(codes, np.float32) + np.float32(128.5)) * step
 
 
+def dequantized_norms(codes, ranges, block_rows=65536):
+  """float32 [M]: the length of each int8 code vector [M, D'] read back (`dequantize`), a block of rows at a time
+  (the rescoring's denominators, stored beside the codes by the search models)."""
+  return np.concatenate([np.linalg.norm(dequantize(codes[s:s + block_rows], ranges), axis=1)
+                         for s in range(0, len(codes), block_rows)] or [np.zeros([0], np.float32)])
+
+
 def check_search_precision(precision):
   """Returns precision if it is one of SEARCH_PRECISIONS, else raises ValueError naming them (every search's check)."""
   if precision not in SEARCH_PRECISIONS:

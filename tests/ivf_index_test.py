@@ -13,6 +13,7 @@ from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import int8_ranges
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.serving import binary_search
+from bert_flow_tf.serving import code_ops
 from bert_flow_tf.serving import export
 from bert_flow_tf.serving import ivf_probe
 from bert_flow_tf.serving import op_audit
@@ -59,6 +60,12 @@ def test_probing_every_list_returns_the_exact_scan_in_numpy_and_in_the_graph(gau
                                                                  tf.constant(16))
     np.testing.assert_array_equal(ids.numpy(), _ids(want))
     np.testing.assert_allclose(scores.numpy(), _scores(want), atol=1e-5)
+
+
+def test_popcounts_sum_without_overflow_at_any_width():
+  for words in (1, 3, 4, 7):                                  # 64 bits set in each word: 64 .. 448 in all
+    counts = tf.fill([5, words], tf.constant(64, tf.uint8))
+    np.testing.assert_array_equal(code_ops.summed_counts(counts).numpy(), [64 * words] * 5)
 
 
 def test_the_index_stores_each_vector_once_list_by_list(gaussian):

@@ -21,7 +21,8 @@ The queries are searched one after another (tf.map_fn) so the memory of a batch 
 (a query's xor is W x M int64: 48 MB at D' = 384, M = 1M).
 
 The corpus is written in the model as variables: words int64 [W, M] (a row per word: each xor reads one contiguous
-row), codes int8 [M, D'], the buckets' lo and step float32 [D'], sentences string [M]. `export_binary_search` fills
+row), codes int8 [M, D'], their lengths read back float32 [M] (the rescoring's denominators: `code_ops.rescore`),
+the buckets' lo and step float32 [D'], sentences string [M]. `export_binary_search` fills
 them a block of vectors at a time (`quantized_search.CorpusCodes`), so the fp32 corpus is never held whole.
 
 `GraphQuantizer` gives the text model's extra outputs (`export_models(..., quantizer=)`): one per precision asked,
@@ -128,6 +129,8 @@ class BinaryIndex(tf.Module):
     lo, step = quantized_search.bucket_starts_and_widths(corpus.ranges)
     self.lo = tf.Variable(lo, trainable=False, name="lo")
     self.step = tf.Variable(step, trainable=False, name="step")
+    self.norms = tf.Variable(quantized_search.dequantized_norms(corpus.codes[:corpus.filled], corpus.ranges),
+                             trainable=False, name="norms")                          # [M]
 
   def search_vectors(self, q, k, candidates):
     """float32 [B, D'] queries, int32 k and candidates -> (indices int32 [B, k'], scores float32 [B, k'])."""
@@ -144,7 +147,8 @@ class BinaryIndex(tf.Module):
 
     cand = tf.map_fn(nearest, query_words, fn_output_signature=tf.TensorSpec([None], tf.int32),
                      parallel_iterations=_QUERY_PARALLELISM)                          # [B, C]
-    top = code_ops.rescore(q, tf.gather(self.codes, cand), self.lo, self.step, tf.minimum(k, c))
+    top = code_ops.rescore(q, tf.gather(self.codes, cand), tf.gather(self.norms, cand), self.lo, self.step,
+                           tf.minimum(k, c))
     return tf.gather(cand, top.indices, batch_dims=1), top.values
 
 

@@ -19,11 +19,20 @@ def pack_bits(x, bits_per_word):
   return tf.reduce_sum(tf.bitwise.left_shift(bits, shifts), axis=-1)
 
 
-def rescore(q, codes, lo, step, k):
+def summed_counts(counts):
+  """int32 [N]: the sum of uint8 popcounts [N, W] of 64-bit words, added in uint8 when W * 64 <= 255 (no overflow:
+  one cast of [N] instead of [N, W]), else in int32."""
+  if counts.shape[-1] * 64 <= 255:
+    return tf.cast(tf.reduce_sum(counts, axis=-1), tf.int32)
+  return tf.reduce_sum(tf.cast(counts, tf.int32), axis=-1)
+
+
+def rescore(q, codes, norms, lo, step, k):
   """The cosine of float32 queries [B, D] and their candidates' int8 codes [B, C, D] read back to their bucket
-  middles (lo + (c + 128.5) step, float32 [D] each), as `quantized_search.rescore_codes`: the top k, best first
-  (equal scores: the earlier candidate). Returns tf.math.top_k's (values float32 [B, k], indices int32 [B, k])."""
-  vectors = lo + (tf.cast(codes, tf.float32) + 128.5) * step                        # [B, C, D]
-  vectors = vectors / tf.maximum(tf.norm(vectors, axis=-1, keepdims=True), 1e-12)
-  q = q / tf.maximum(tf.norm(q, axis=-1, keepdims=True), 1e-12)
-  return tf.math.top_k(tf.einsum("bd,bcd->bc", q, vectors), k=k)                     # [B, C] -> [B, k]
+  middles v = lo + (c + 128.5) step (float32 [D] each), as `quantized_search.rescore_codes`: the top k, best first
+  (equal scores: the earlier candidate). norms float32 [B, C] are the |v| (`quantized_search.dequantized_norms`),
+  so q.v = q.(lo + 128.5 step) + (q * step).c is one cast and one matrix-vector product per query.
+  Returns tf.math.top_k's (values float32 [B, k], indices int32 [B, k])."""
+  q = q / tf.maximum(tf.norm(q, axis=-1, keepdims=True), 1e-12)                     # [B, D]
+  dot = tf.linalg.matvec(tf.cast(codes, tf.float32), q * step) + tf.linalg.matvec(q, lo + 128.5 * step)[:, None]
+  return tf.math.top_k(dot / tf.maximum(norms, 1e-12), k=k)                         # [B, C] -> [B, k]

@@ -1,14 +1,15 @@
 """The inverted-file binary index in the binary search SavedModel's graph: `ivf_index.search_index` in plain ops.
 
 The index's arrays (`ivf_index.IvfCodes`) are variables: centroids float32 [L, D'], offsets int64 [L + 1], ids
-int32 [M], words int64 [M, W] and codes int8 [M, D'] stored list by list, the int8 buckets' lo and step float32 [D'],
-and the default nprobe int32 []. Each query, one after another (tf.map_fn, as `binary_search.BinaryIndex`):
+int32 [M], words int64 [M, W], codes int8 [M, D'] and the codes' lengths read back float32 [M] stored list by list,
+the int8 buckets' lo and step float32 [D'], and the default nprobe int32 []. Each query, one after another (tf.map_fn, as `binary_search.BinaryIndex`):
   1. its cosine to the L centroids, the lists by decreasing cosine (tf.math.top_k over all L: ties the lower list),
      the first max(nprobe, lists its first `candidates` vectors need);
   2. their positions (tf.ragged.range of the lists' offsets), their words gathered, the Hamming distance as the
      popcount of the xor summed over the W words;
   3. the `candidates` nearest by (distance, corpus id): a histogram of the distances gives the smallest threshold
-     with enough under it, and a top_k of the negated key distance * M + id runs over those alone.
+     with enough under it, and a top_k of the negated key distance * M + id runs over those alone (their ids
+     alone looked up).
 Then the candidates' int8 codes rescore the float query (`code_ops.rescore`) and their corpus ids are returned.
 Every op is core TensorFlow (RaggedRange, BitwiseXor, PopulationCount, Bincount, TopKV2, ...): stock TF Serving
 runs it (`op_audit`).
@@ -25,14 +26,16 @@ from bert_flow_tf.serving import code_ops
 _QUERY_PARALLELISM = 4   # queries searched at once inside a batch (tf.map_fn's parallel_iterations)
 
 
-def nearest_by_key(distance, ids, c, max_distance, rows):
-  """Positions int64 [c] of the c smallest (distance, id) among int32 distances [N] in 0..max_distance with int32
-  corpus ids [N] (distinct, in 0..rows - 1), nearest first; c <= N."""
+def nearest_by_key(distance, positions, ids, c, max_distance, rows):
+  """The c positions (of int64 [N], c <= N) of the smallest (distance, corpus id) among int32 distances [N] in
+  0..max_distance, nearest first: int64 [c]. ids int32 [M] are the corpus ids (distinct, in 0..rows - 1) by
+  position, looked up only for the positions under the threshold."""
   histogram = tf.math.bincount(distance, minlength=max_distance + 1, maxlength=max_distance + 1)
   threshold = tf.cast(tf.argmax(tf.cumsum(histogram) >= c), tf.int32)          # first t with count(<= t) >= c
   near = tf.where(distance <= threshold)[:, 0]                                   # [>= c]
-  key = tf.cast(tf.gather(distance, near), tf.int64) * rows + tf.cast(tf.gather(ids, near), tf.int64)
-  return tf.gather(near, tf.math.top_k(-key, k=c).indices)
+  near_ids = tf.gather(ids, tf.gather(positions, near))
+  key = tf.cast(tf.gather(distance, near), tf.int64) * rows + tf.cast(near_ids, tf.int64)
+  return tf.gather(positions, tf.gather(near, tf.math.top_k(-key, k=c).indices))
 
 
 class IvfBinaryIndex(tf.Module):
@@ -55,6 +58,8 @@ class IvfBinaryIndex(tf.Module):
     lo, step = quantized_search.bucket_starts_and_widths(index.ranges)
     self.lo = tf.Variable(lo, trainable=False, name="lo")
     self.step = tf.Variable(step, trainable=False, name="step")
+    self.norms = tf.Variable(quantized_search.dequantized_norms(index.codes, index.ranges), trainable=False,
+                             name="norms")                                                # [M]
     self.nprobe = tf.Variable(min(nprobe, index.num_lists), trainable=False, name="default_nprobe")
 
   def search_vectors(self, q, k, candidates, nprobe=None):
@@ -75,11 +80,12 @@ class IvfBinaryIndex(tf.Module):
       positions = tf.ragged.range(tf.gather(self.offsets, lists),
                                   tf.gather(self.offsets, lists + 1)).flat_values         # [N]
       counts = tf.raw_ops.PopulationCount(x=tf.bitwise.bitwise_xor(tf.gather(self.words, positions), words))
-      distance = tf.reduce_sum(tf.cast(counts, tf.int32), axis=1)                         # [N]
-      return tf.gather(positions, nearest_by_key(distance, tf.gather(self.ids, positions), c,
-                                                 self.num_words * quantized_search.WORD_BITS, self.rows))
+      distance = code_ops.summed_counts(counts)                                           # [N]
+      return nearest_by_key(distance, positions, self.ids, c, self.num_words * quantized_search.WORD_BITS,
+                            self.rows)
 
     cand = tf.map_fn(nearest, (scores, query_words), fn_output_signature=tf.TensorSpec([None], tf.int64),
                      parallel_iterations=_QUERY_PARALLELISM)                              # [B, C]
-    top = code_ops.rescore(q, tf.gather(self.codes, cand), self.lo, self.step, tf.minimum(k, c))
+    top = code_ops.rescore(q, tf.gather(self.codes, cand), tf.gather(self.norms, cand), self.lo, self.step,
+                           tf.minimum(k, c))
     return tf.gather(self.ids, tf.gather(cand, top.indices, batch_dims=1)), top.values
