@@ -17,7 +17,10 @@ For each size:
 The settings take turns request by request so that a change of load hits them alike; the load average is printed
 before and after. Then the index on the 63,294 real sentences alone (no padding: their own lists).
 
-Usage: python bench/ivf_search.py [--sizes 100000,1000000] [--queries 200] [--json_out out.json]
+--search_only keeps the recall and search-only parts with faiss IndexBinaryFlat alone as the reference (no faiss
+IVF, no exports, no whole requests, no real-only table): a few minutes at 1M.
+
+Usage: python bench/ivf_search.py [--sizes 100000,1000000] [--queries 200] [--search_only] [--json_out out.json]
 Needs faiss-cpu in the same venv (bench only: `uv pip install faiss-cpu`).
 """
 import argparse
@@ -165,21 +168,27 @@ def one_size(args, enc, affine, x_full, ranges, corpus, query_ids, size, workdir
   ub, qb = quantization.quantize_embeddings(big, "ubinary"), quantization.quantize_embeddings(q, "ubinary")
   flat = faiss.IndexBinaryFlat(args.dim)
   flat.add(ub)
+  recall["faiss IndexBinaryFlat"] = recall_of(rescored(q, flat.search(qb, args.candidates)[1], codes.codes, ranges),
+                                              want, query_ids)
+  exact_index, graph_index = binary_search.BinaryIndex(codes), ivf_probe.IvfBinaryIndex(index)
+  qt = tf.constant(q)
+  if args.search_only:
+    row["recall@10"] = recall
+    row["search_only"] = timed({**graph_settings(exact_index, graph_index, qt, args, probes),
+                                **faiss_settings(flat, None, qb, args, [])}, args.latency_requests, 64)
+    print(f"  {size}: {json.dumps(row)}", file=sys.stderr, flush=True)
+    return row
   start = time.perf_counter()
   fivf = faiss.IndexBinaryIVF(faiss.IndexBinaryFlat(args.dim), args.dim, lists)
   fivf.train(ub[np.random.default_rng(0).choice(size, min(size, 64 * lists), replace=False)])
   fivf.add(ub)
   row["faiss_ivf_build_s"] = time.perf_counter() - start
-  recall["faiss IndexBinaryFlat"] = recall_of(rescored(q, flat.search(qb, args.candidates)[1], codes.codes, ranges),
-                                              want, query_ids)
   for n in probes:
     fivf.nprobe = n
     recall[f"faiss IndexBinaryIVF nprobe {n}"] = recall_of(
         rescored(q, fivf.search(qb, args.candidates)[1], codes.codes, ranges), want, query_ids)
   row["recall@10"] = recall
   print(f"  {size}: build {row['build_s']:.1f} s, recall {json.dumps(recall)}", file=sys.stderr, flush=True)
-  exact_index, graph_index = binary_search.BinaryIndex(codes), ivf_probe.IvfBinaryIndex(index)
-  qt = tf.constant(q)
   row["search_only"] = timed({**graph_settings(exact_index, graph_index, qt, args, probes),
                               **faiss_settings(flat, fivf, qb, args, probes)}, args.latency_requests, 64)
   del exact_index, graph_index, flat, fivf, index
@@ -235,6 +244,7 @@ def main():
   parser.add_argument("--nprobe_fractions", default="0.0625,0.125,0.25,0.375,0.5")
   parser.add_argument("--queries", type=int, default=200)
   parser.add_argument("--latency_requests", type=int, default=100)
+  parser.add_argument("--search_only", action="store_true")
   parser.add_argument("--json_out", default=None)
   args = parser.parse_args()
   args.nprobe_fractions = [float(f) for f in args.nprobe_fractions.split(",")]
@@ -248,8 +258,8 @@ def main():
   cal = calibrator.fit("whitening", enc.encode_raw(fit_sentences))
   x_full = cal.transform(enc.encode_raw(corpus))
   affine, ranges = export.Affine(cal.method, *cal.affine()), cal.int8_ranges[:, :args.dim]
-  out = {"real_only": real_only(args, x_full, ranges, query_ids)}
-  print(f"  real only: {json.dumps(out['real_only'])}", file=sys.stderr, flush=True)
+  out = {} if args.search_only else {"real_only": real_only(args, x_full, ranges, query_ids)}
+  print(f"  real only: {json.dumps(out.get('real_only'))}", file=sys.stderr, flush=True)
   with tempfile.TemporaryDirectory() as workdir:
     out["sizes"] = [one_size(args, enc, affine, x_full, ranges, corpus, query_ids, int(size), workdir)
                     for size in args.sizes.split(",")]

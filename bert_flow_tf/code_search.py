@@ -51,7 +51,6 @@ def semantic_search(query_vectors, corpus_vectors, top_k=10, precision="float32"
 def encoder_search(encoder, queries, corpus, top_k, precision, rescore, candidates, num_lists=0, nprobe=None):
   """`semantic_search` for a SentenceEncoder: queries and corpus (str, list of str or vectors) as its `vectors_of`
   gives them for cosine (calibrated, cut to its truncate_dim), the int8 ranges its calibration saved, cut alike."""
+  ranges = sentence_codes.kept_ranges(encoder.int8_ranges, encoder.truncation_order, encoder.truncate_dim)
   return semantic_search(encoder.vectors_of(queries, True), encoder.vectors_of(corpus, True), top_k, precision,
-                         rescore, candidates,
-                         sentence_codes.kept_ranges(encoder.int8_ranges, encoder.truncation_order, encoder.truncate_dim),
-                         num_lists, nprobe)
+                         rescore, candidates, ranges, num_lists, nprobe)

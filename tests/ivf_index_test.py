@@ -62,10 +62,10 @@ def test_probing_every_list_returns_the_exact_scan_in_numpy_and_in_the_graph(gau
     np.testing.assert_allclose(scores.numpy(), _scores(want), atol=1e-5)
 
 
-def test_popcounts_sum_without_overflow_at_any_width():
-  for words in (1, 3, 4, 7):                                  # 64 bits set in each word: 64 .. 448 in all
-    counts = tf.fill([5, words], tf.constant(64, tf.uint8))
-    np.testing.assert_array_equal(code_ops.summed_counts(counts).numpy(), [64 * words] * 5)
+def test_the_graphs_hamming_counts_every_bit_at_any_width():
+  for words in (1, 3, 4, 7):                          # every bit differs: 64 .. 448 in all (past uint8's 255)
+    columns = [tf.fill([5], tf.constant(-1, tf.int64))] * words
+    np.testing.assert_array_equal(code_ops.hamming(columns, tf.zeros([words], tf.int64)).numpy(), [64 * words] * 5)
 
 
 def test_the_index_stores_each_vector_once_list_by_list(gaussian):
@@ -177,7 +177,8 @@ def test_an_encoders_stored_corpus_exports_its_index_block_by_block(tmp_path, mo
   vectors = enc.encode(SENTENCES)[:, :10]
   index = ivf_index.build(quantized_search.CorpusCodes.of(vectors, enc.calibration.int8_ranges[:, :10]), 4)
   served = exported_encoder.ExportedEncoder(str(tmp_path / "exp"))
-  for name in ("ids", "offsets", "words", "codes", "centroids"):
+  for name in ("ids", "offsets", "codes", "centroids"):
     np.testing.assert_array_equal(getattr(served.binary_search_model.index, name).numpy(), getattr(index, name))
+  np.testing.assert_array_equal(served.binary_search_model.index.words.numpy(), index.words.T)   # a row per word
   got = served.search(["a man plays"], k=3, precision="binary", candidates=8, nprobe=1)
   assert _ids(got) == _ids(ivf_index.search_index(enc.encode(["a man plays"])[:, :10], index, 3, 8, 1))

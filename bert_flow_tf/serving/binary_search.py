@@ -50,7 +50,6 @@ KIND = "binary_search"
 BLOCK_ROWS = 16384  # corpus sentences encoded at a time by export_encoder_corpus
 _QUERY_PARALLELISM = 4   # queries searched at once inside a batch (tf.map_fn's parallel_iterations)
 _SEARCH_SIGNATURE = [tf.TensorSpec([None], tf.string), tf.TensorSpec([], tf.int32), tf.TensorSpec([], tf.int32)]
-_WORDS_PER_SUM = 3       # popcounts of 64-bit words added in uint8 before int32: 3 x 64 = 192 <= 255
 
 
 def _check_int8_ranges(ranges, dim):
@@ -138,11 +137,7 @@ class BinaryIndex(tf.Module):
     query_words = code_ops.pack_bits(q, quantized_search.WORD_BITS)                           # [B, W]
 
     def nearest(words):                                                               # int64 [W] -> int32 [C]
-      counts = [tf.raw_ops.PopulationCount(x=tf.bitwise.bitwise_xor(self.words[w], words[w]))  # uint8 [M] each
-                for w in range(self.num_words)]
-      # Summed in uint8 a group of _WORDS_PER_SUM words at a time (at most 192 bits: no overflow), then in int32.
-      distance = tf.add_n([tf.cast(tf.add_n(counts[g:g + _WORDS_PER_SUM]), tf.int32)
-                           for g in range(0, len(counts), _WORDS_PER_SUM)])                      # [M]
+      distance = code_ops.hamming([self.words[w] for w in range(self.num_words)], words)                # [M]
       return nearest_by_count(distance, c, self.num_words * quantized_search.WORD_BITS)
 
     cand = tf.map_fn(nearest, query_words, fn_output_signature=tf.TensorSpec([None], tf.int32),

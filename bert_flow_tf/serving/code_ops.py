@@ -1,9 +1,11 @@
 """Graph ops the binary search models share: sign bits packed into words, and the int8 rescoring of candidates.
 
-Legend: B = queries, D = width, C = candidates, k = results.
+Legend: B = queries, D = width, N = corpus vectors scanned, W = 64-bit words a vector, C = candidates, k = results.
 """
 import numpy as np
 import tensorflow as tf
+
+_WORDS_PER_SUM = 3       # popcounts of 64-bit words added in uint8 before int32: 3 x 64 = 192 <= 255
 
 
 def pack_bits(x, bits_per_word):
@@ -19,12 +21,13 @@ def pack_bits(x, bits_per_word):
   return tf.reduce_sum(tf.bitwise.left_shift(bits, shifts), axis=-1)
 
 
-def summed_counts(counts):
-  """int32 [N]: the sum of uint8 popcounts [N, W] of 64-bit words, added in uint8 when W * 64 <= 255 (no overflow:
-  one cast of [N] instead of [N, W]), else in int32."""
-  if counts.shape[-1] * 64 <= 255:
-    return tf.cast(tf.reduce_sum(counts, axis=-1), tf.int32)
-  return tf.reduce_sum(tf.cast(counts, tf.int32), axis=-1)
+def hamming(columns, words):
+  """int32 [N]: the differing bits of N corpus vectors, given as W word columns (int64 [N] each: one contiguous
+  array per word), and a query's words int64 [W]: the popcounts of the xors (uint8 [N] each) summed in uint8
+  _WORDS_PER_SUM words at a time (at most 192 bits: no overflow), then in int32."""
+  counts = [tf.raw_ops.PopulationCount(x=tf.bitwise.bitwise_xor(column, words[w])) for w, column in enumerate(columns)]
+  return tf.add_n([tf.cast(tf.add_n(counts[g:g + _WORDS_PER_SUM]), tf.int32)
+                   for g in range(0, len(counts), _WORDS_PER_SUM)])
 
 
 def rescore(q, codes, norms, lo, step, k):

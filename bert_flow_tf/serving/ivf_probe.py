@@ -1,12 +1,13 @@
 """The inverted-file binary index in the binary search SavedModel's graph: `ivf_index.search_index` in plain ops.
 
 The index's arrays (`ivf_index.IvfCodes`) are variables: centroids float32 [L, D'], offsets int64 [L + 1], ids
-int32 [M], words int64 [M, W], codes int8 [M, D'] and the codes' lengths read back float32 [M] stored list by list,
-the int8 buckets' lo and step float32 [D'], and the default nprobe int32 []. Each query, one after another (tf.map_fn, as `binary_search.BinaryIndex`):
+int32 [M], words int64 [W, M] (a row per word), codes int8 [M, D'] and the codes' lengths read back float32 [M]
+stored list by list, the int8 buckets' lo and step float32 [D'], and the default nprobe int32 []. Each query, one
+after another (tf.map_fn, as `binary_search.BinaryIndex`):
   1. its cosine to the L centroids, the lists by decreasing cosine (tf.math.top_k over all L: ties the lower list),
      the first max(nprobe, lists its first `candidates` vectors need);
-  2. their positions (tf.ragged.range of the lists' offsets), their words gathered, the Hamming distance as the
-     popcount of the xor summed over the W words;
+  2. their positions (tf.ragged.range of the lists' offsets), each word row gathered at them, the Hamming distance
+     as the popcount of the xor summed over the W words (`code_ops.hamming`);
   3. the `candidates` nearest by (distance, corpus id): a histogram of the distances gives the smallest threshold
      with enough under it, and a top_k of the negated key distance * M + id runs over those alone (their ids
      alone looked up).
@@ -17,6 +18,7 @@ runs it (`op_audit`).
 Legend: B = queries, M = corpus vectors, D' = width, W = 64-bit words a vector, L = lists, N = probed vectors,
 C = candidates.
 """
+import numpy as np
 import tensorflow as tf
 
 from bert_flow_tf import ivf_index
@@ -53,7 +55,7 @@ class IvfBinaryIndex(tf.Module):
     self.centroids = tf.Variable(index.centroids, trainable=False, name="centroids")        # [L, D']
     self.offsets = tf.Variable(index.offsets, trainable=False, name="offsets")              # [L + 1]
     self.ids = tf.Variable(index.ids, trainable=False, name="ids")                          # [M]
-    self.words = tf.Variable(index.words, trainable=False, name="words")                    # [M, W]
+    self.words = tf.Variable(np.ascontiguousarray(index.words.T), trainable=False, name="words")  # [W, M]
     self.codes = tf.Variable(index.codes, trainable=False, name="codes")                    # [M, D']
     lo, step = quantized_search.bucket_starts_and_widths(index.ranges)
     self.lo = tf.Variable(lo, trainable=False, name="lo")
@@ -79,8 +81,7 @@ class IvfBinaryIndex(tf.Module):
       lists = order[:tf.maximum(nprobe, need)]                                            # [P]
       positions = tf.ragged.range(tf.gather(self.offsets, lists),
                                   tf.gather(self.offsets, lists + 1)).flat_values         # [N]
-      counts = tf.raw_ops.PopulationCount(x=tf.bitwise.bitwise_xor(tf.gather(self.words, positions), words))
-      distance = code_ops.summed_counts(counts)                                           # [N]
+      distance = code_ops.hamming([tf.gather(self.words[w], positions) for w in range(self.num_words)], words)  # [N]
       return nearest_by_key(distance, positions, self.ids, c, self.num_words * quantized_search.WORD_BITS,
                             self.rows)
 
