@@ -34,7 +34,7 @@ from scipy import stats
 from bert_flow_tf.data import sts
 from bert_flow_tf.embedding.embedder import QuantityEncoder
 from bert_flow_tf.loaders import load_model
-from bert_flow_tf.modeling import pooling as pooling_lib
+from bert_flow_tf.modeling import pooling_ops
 from bench.encode import DATA_DIR
 from bench.encode import stsb_sentences
 
@@ -76,8 +76,8 @@ def main():
   parser.add_argument("--policies", default="float32,mixed_bfloat16")
   parser.add_argument("--rounds", type=int, default=1)
   args = parser.parse_args()
-  mean = pooling_lib.masked_mean
-  pooling_lib.masked_mean = lambda hidden, mask: mean(tf.cast(hidden, tf.float32), mask)
+  mean = pooling_ops.masked_mean
+  pooling_ops.masked_mean = lambda hidden, mask: mean(tf.cast(hidden, tf.float32), mask)
   sentences = stsb_sentences(DATA_DIR)
   index = {s: i for i, s in enumerate(sentences)}
   test = sts.load_stsb(DATA_DIR)[2]

@@ -112,9 +112,10 @@ def read_info(path):
 
 
 def model_of(path, name, trust_saved_model):
-  """The model that `load(path)` reads for sentence_encoder.json's "model" `name`: a preset name as it is, else a
-  path resolved against the folder `path`. Raises errors.UserError for a SavedModel without the opt-in."""
-  if name in presets.PRESETS:
+  """The model that `load(path)` reads for sentence_encoder.json's "model" `name`: a preset (any spelling
+  `from_pretrained` takes: its name or Hub id, any case) as it is, else a path resolved against the folder `path`.
+  Raises errors.UserError for a SavedModel without the opt-in."""
+  if presets.preset_name(name):
     return name
   model_dir = os.path.join(os.path.abspath(path), name)  # an absolute name stays as it is
   if loaders.detect_format(model_dir) == "tfhub" and not trust_saved_model:

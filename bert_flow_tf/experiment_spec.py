@@ -8,7 +8,7 @@ import dataclasses
 
 from bert_flow_tf import data
 from bert_flow_tf.calibration import baselines as baselines_lib
-from bert_flow_tf.calibration import flow_fitting
+from bert_flow_tf.calibration import fit_config
 from bert_flow_tf.embedding import settings
 from bert_flow_tf.reporting import scores as scores_lib
 
@@ -54,8 +54,8 @@ class ExperimentSpec:
   max_seq_length: int = settings.MAX_SEQ_LENGTH
   eval_tasks: tuple = ("sts-b",)
   fit_on: tuple = ("target",)
-  target_fit_config: flow_fitting.FlowFitConfig = flow_fitting.FlowFitConfig()
-  nli_fit_config: flow_fitting.FlowFitConfig = flow_fitting.NLI_FIT_CONFIG
+  target_fit_config: fit_config.FlowFitConfig = fit_config.FlowFitConfig()
+  nli_fit_config: fit_config.FlowFitConfig = fit_config.NLI_FIT_CONFIG
   flow_mode: str = "cached"
   use_full_for_training: bool = True
   one_pass_full: bool = False
@@ -80,8 +80,8 @@ class ExperimentSpec:
     for where in self.fit_on:
       if where not in scores_lib.FIT_ON:
         raise ValueError(f"unknown fit_on {where!r}; allowed: {', '.join(scores_lib.FIT_ON)}")
-    if self.flow_mode not in flow_fitting.MODES:
-      raise ValueError(f"unknown flow_mode {self.flow_mode!r}; allowed: {', '.join(flow_fitting.MODES)}")
+    if self.flow_mode not in fit_config.MODES:
+      raise ValueError(f"unknown flow_mode {self.flow_mode!r}; allowed: {', '.join(fit_config.MODES)}")
     for name in self.baselines:
       baselines_lib.check_name(name)
     problem = self.fit_from_store and fit_from_store_problem(bool(self.cache_dir), self.flow_mode,

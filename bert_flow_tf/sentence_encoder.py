@@ -19,12 +19,12 @@ import os
 
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 from bert_flow_tf import encoder_folder
 from bert_flow_tf import loaders
 from bert_flow_tf import code_search
 from bert_flow_tf import st_api
+from bert_flow_tf import st_habits
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import flow_fitting
 from bert_flow_tf.calibration import store_stream
@@ -55,7 +55,7 @@ def _embedder(model, pooling, max_seq_length, load_kwargs):
   return SentenceEmbedder(model, pooling, max_seq_length or own_length)
 
 
-class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
+class SentenceEncoder(st_api.StApi, st_habits.StHabits, encoder_folder.EncoderFiles):
   """Sentences -> (calibrated) vectors with a loaded BERT and a named pooling, answering sentence-transformers'
   calls (`encode`, `similarity`, ...: st_api, docs/api.md).
 
@@ -77,12 +77,13 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
     embedder: the SentenceEmbedder (model, tokenizer, pooling, max_seq_length).
     calibration: FlowCalibration, BaselineCalibration or None.
     fingerprint: str, see the module notes.
-    max_seq_length: int, tokens per sentence (read and set; longer ones are cut, with a warning per call).
+    max_seq_length: int, tokens per sentence (read and set; longer ones are cut, with one warning each).
   """
 
   def __init__(self, model=presets.DEFAULT, calibration=None, batch_size=settings.BATCH_SENTENCES, cache_dir=None,
                prompts=None, default_prompt_name=None, truncate_dim=None, similarity_fn_name=None, normalize=None,
                pooling=None, max_seq_length=None, **load_kwargs):
+    self.default_device, load_kwargs = st_habits.constructor_words(model, load_kwargs)  # device=, ... (docs/api.md)
     st = st_folder.settings_of(model.loaded.source if isinstance(model, SentenceEmbedder) else model)
     if isinstance(model, SentenceEmbedder):
       if pooling or max_seq_length or load_kwargs:
@@ -127,7 +128,7 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
       truncate_dim: int or None, `encode` keeps truncate_dim dimensions after the calibration (the first; a flow's:
         those of largest variance on its fit sentences, `calibration.truncation`).
       similarity_fn_name: "cosine" (default), "dot", "euclidean" or "manhattan".
-      **load_kwargs: passed to loaders.load_model (do_lower_case, vocab_file, ...).
+      **load_kwargs: to loaders.load_model (do_lower_case, vocab_file, ...); device=, trust_remote_code=: st_habits.
 
     Returns:
       SentenceEncoder.
@@ -184,15 +185,12 @@ class SentenceEncoder(st_api.StApi, encoder_folder.EncoderFiles):
 
   def encode_raw(self, sentences, batch_size=None, show_progress_bar=None):
     """The pooled BERT vectors before any calibration: a list of n str -> np.float32 [n, D] (the pooling's D); warns
-    once per call when sentences were cut to max_seq_length tokens."""
+    when sentences were cut to max_seq_length tokens, once per sentence (`SentenceEmbedder.warn_cut`)."""
     sentences = list(sentences)
     for i, sentence in enumerate(sentences):
       if not isinstance(sentence, str):
         raise ValueError(f"sentences must be str; item {i} is {type(sentence).__name__}: {sentence!r}")
-    cut = self.embedder.count_cut(sentences)
-    if cut:
-      logging.warning("%s of %s sentences were cut to %d tokens (max_seq_length)", f"{cut:,}",
-                      f"{len(sentences):,}", self.embedder.max_seq_length)
+    self.embedder.warn_cut(sentences)
     self.store.batch_size = batch_size or self.batch_size
     return self.store.vectors(sentences, self.embedder.pooling_spec, show_progress_bar)
 

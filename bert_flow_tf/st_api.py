@@ -80,6 +80,7 @@ class StApi:
   truncation_order = None
   int8_ranges = None
   normalize = False
+  default_device = None  # the device `encode` runs on when the call names none (st_habits: `to`)
   _similarity_fn_name = None
 
   @property
@@ -181,7 +182,7 @@ class StApi:
         call's vectors.
       convert_to_numpy: bool, one np.ndarray (else a list of tf.Tensor).
       convert_to_tensor: bool, one tf.Tensor (wins over convert_to_numpy).
-      device: None, or one device ("cpu", "gpu:0", "/GPU:0") to run on.
+      device: None (the object's `default_device`), or one device ("cpu", "gpu:0", "/GPU:0") to run on.
       normalize_embeddings: bool, unit length after truncate_dim.
       truncate_dim: int or None (the object's truncate_dim): keep truncate_dim dimensions (the first, or a flow's
         of largest variance: `calibration.truncation`).
@@ -213,7 +214,7 @@ class StApi:
     if prompt:
       texts = [prompt + text for text in texts]
     truncate_dim = self.truncate_dim if truncate_dim is None else truncate_dim
-    with device_scope(device):
+    with device_scope(self.default_device if device is None else device):
       if output_value == "sentence_embedding":
         calibrated, x = self._encoded(texts, batch_size, show_progress_bar, truncate_dim, normalize_embeddings)
         x = sentence_codes.codes(calibrated, x, precision, truncate_dim, self.truncation_order, self.int8_ranges,

@@ -1,15 +1,26 @@
-"""A Glow normalizing flow over `[batch, dim]` vectors, as BERT-flow uses it."""
-from glow.config import DEFAULT_CONFIG
-from glow.config import GlowConfig
-from glow.inference import transform
-from glow.model import Glow
-from glow.optimization import AdamWeightDecay
-from glow.optimization import WarmupLinearDecay
-from glow.optimization import create_optimizer
-from glow.training import ReusableTrainStep
-from glow.training import loss_and_gradients
-from glow.training import make_train_step
-from glow.training import nll_loss
+"""A Glow normalizing flow over `[batch, dim]` vectors, as BERT-flow uses it.
 
-__all__ = ["AdamWeightDecay", "DEFAULT_CONFIG", "Glow", "GlowConfig", "ReusableTrainStep", "WarmupLinearDecay",
-           "create_optimizer", "loss_and_gradients", "make_train_step", "nll_loss", "transform"]
+Its names are imported on first use (PEP 562): all but the config load TensorFlow, and a command reads its flags,
+and answers --help, without it.
+"""
+import importlib
+
+# Public name -> its module, imported on first use (glow.config alone loads no TensorFlow).
+_PUBLIC = {"DEFAULT_CONFIG": "glow.config", "GlowConfig": "glow.config", "transform": "glow.inference", "Glow": "glow.model", "AdamWeightDecay": "glow.optimization",
+         "WarmupLinearDecay": "glow.optimization", "create_optimizer": "glow.optimization",
+         "ReusableTrainStep": "glow.training", "loss_and_gradients": "glow.training",
+         "make_train_step": "glow.training", "nll_loss": "glow.training"}
+
+# Modules reached as attributes of the package (`glow.training.copy_variables`), imported on first use too.
+_MODULES = ("actnorm", "couplings", "flow_layer", "inference", "model", "optimization", "permutations", "split",
+            "training")
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name):
+  if name in _PUBLIC:
+    return getattr(importlib.import_module(_PUBLIC[name]), name)
+  if name in _MODULES:
+    return importlib.import_module(f"glow.{name}")
+  raise AttributeError(f"module 'glow' has no attribute {name!r}")

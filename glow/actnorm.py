@@ -9,8 +9,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from glow import flow_layer
-
-ACTNORM_INITS = ("original", "ddi")
+from glow.config import ACTNORM_INITS
 _DDI_EPS = 1e-6  # The original's guard in log(1 / (std + eps)).
 _DEGENERATE_REL_STD = 1e-3  # A dim whose std is below this times the median std is "constant".
 

@@ -15,6 +15,9 @@ from absl import logging
 
 CONFIG_DIR = pathlib.Path(__file__).resolve().parent / "configs"
 DEFAULT_CONFIG = "config_l3_d3_w32"  # The original's `--flow_model_config` default.
+# Settings of the ops and the optimizer that configs outside glow/ check against without importing TensorFlow.
+ACTNORM_INITS = ("original", "ddi")  # ActNorm's initialisations (glow/actnorm.py)
+DEFAULT_WEIGHT_DECAY_RATE = 0.01  # AdamWeightDecay's (glow/optimization.py): the original's, for BERT and the flow
 
 _NAME_RE = re.compile(r"^config_l(\d+)_d(\d+)_w(\d+)$")
 

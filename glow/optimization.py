@@ -25,8 +25,9 @@ import re
 import tensorflow as tf
 import tf_keras as keras
 
+from glow.config import DEFAULT_WEIGHT_DECAY_RATE
+
 DEFAULT_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
-DEFAULT_WEIGHT_DECAY_RATE = 0.01  # the original's, for BERT and for the flow
 
 
 class AdamWeightDecay(keras.optimizers.Optimizer):

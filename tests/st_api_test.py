@@ -144,6 +144,13 @@ def test_max_seq_length_is_read_set_and_cuts_are_counted(tiny_dir, caplog):
     cut = enc.encode(SENTENCES)[5]
   assert "1 of 23 sentences were cut to 16 tokens" in caplog.text
   assert np.abs(cut - full).max() > 1e-3
+  caplog.clear()
+  with caplog.at_level(logging.WARNING):  # once per object: the same sentences again say nothing, a new one does
+    enc.encode(SENTENCES[3:])
+    enc.semantic_search(SENTENCES[0], SENTENCES, top_k=1)
+    assert "were cut" not in caplog.text
+    enc.encode(["a " * 20, long])
+  assert caplog.text.count("were cut") == 1 and "2 of 2 sentences were cut to 16 tokens" in caplog.text
   inputs = enc.tokenize([long, "a man"])
   assert sorted(inputs) == sorted(packing.INPUT_NAMES) and inputs["input_word_ids"].shape == (2, 16)
   assert inputs["input_mask"].numpy()[1].tolist() == [1] * 4 + [0] * 12

@@ -1,5 +1,6 @@
 """Calibrations of sentence vectors: the BERT-flow fit and the unsupervised baselines.
 
+  fit_config.py    FlowFitConfig: the flow fit's settings (the paper's target and NLI ones), without TensorFlow
   flow_fitting.py  fit a Glow on sentence pairs: the loop (schedules, checkpoints, resume, traced-step reuse)
   pair_sources.py  where the pairs come from: the PairSource interface, cached vectors, BERT with dropout
   store_stream.py  pairs (and whitening) read from the embedding store shard by shard

@@ -6,7 +6,9 @@ imports it. One name per concept across the entry points, the original's names a
   encode.py         the `bert-flow-encode` command (`python -m bert_flow_tf.encode`): a file of sentences -> .npy
   beam.py           the `bert-flow-beam` command (`python -m bert_flow_tf.beam`): sentence files -> the embedding
                     store on Apache Beam (the beam extra)
-  run_flow_flags.py, siamese_flags.py, encode_flags.py, beam_flags.py   each entry point's flags:
+  serve.py          the `bert-flow-serve` command (`python -m bert_flow_tf.server`): an export over HTTP (the server
+                    extra; bert_flow_tf/server)
+  run_flow_flags.py, siamese_flags.py, encode_flags.py, beam_flags.py, serve_flags.py   each entry point's flags:
                     `define_flags(flag_values)`, GROUPS (its --helpfull), KEY_FLAGS (its --help) and ALIASES
   model_flags.py    --model_dir or the original's three TF1 files, `load_model_from_flags`; --max_seq_length,
                     --pooling, --encode_batch_sentences with the library's defaults (embedding/settings.py)
@@ -20,4 +22,4 @@ imports it. One name per concept across the entry points, the original's names a
                     `error: <what> (<where>)`, and answers --help with exit status 0
 """
 # The commands: each module's `run()` is a console script (pyproject.toml).
-__all__ = ["beam", "encode", "run_flow", "run_siamese"]
+__all__ = ["beam", "encode", "run_flow", "run_siamese", "serve"]

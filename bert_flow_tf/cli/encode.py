@@ -1,7 +1,7 @@
 """Encodes a file of sentences (one per line) into a float32 .npy matrix [n, D], in input order (the
 `bert-flow-encode` command).
 
-  python -m bert_flow_tf.encode --model_dir all-minilm-l6-v2 --pooling last-avg \
+  python -m bert_flow_tf.encode --model_dir all-minilm-l6-v2 --pooling last-avg \\
       --input_file sentences.txt --output_file emb.npy
 
 With a calibration fitted once: `--flow_checkpoint FLOW_DIR` (a fitted-flow directory from run_flow.py) maps the
@@ -16,8 +16,6 @@ loads and runs the graph it names because the caller named it, so give it only e
 """
 import os
 
-# TF's C++ start-up lines (CUDA probing on CPU machines, oneDNN notes) drown the output; errors still raise.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # This process uses Keras 2 only (tf_keras): TensorFlow then skips importing Keras 3 (~1.5 s of start-up).
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
@@ -35,12 +33,9 @@ from bert_flow_tf.cli import model_flags
 from bert_flow_tf.cli import one_line_errors
 from bert_flow_tf.cli import outputs
 from bert_flow_tf.embedding import settings
-from bert_flow_tf.embedding.embedder import SentenceEmbedder
-from bert_flow_tf.exported_encoder import ExportedEncoder
-from bert_flow_tf.sentence_encoder import SentenceEncoder
-from bert_flow_tf.utils import distribute
 from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
+from bert_flow_tf.utils import logs
 
 # Every flag, in the groups --help shows: bert_flow_tf/cli/encode_flags.py (names: docs/flags.md).
 encode_flags.define_flags()
@@ -49,6 +44,7 @@ FLAGS = flags.FLAGS
 
 def _exported_encoder(text_model):
   """ExportedEncoder of `<export_dir>/text/<version>`, or app.UsageError naming --exported_model."""
+  from bert_flow_tf.exported_encoder import ExportedEncoder  # pylint: disable=g-import-not-at-top
   version = os.path.basename(os.path.normpath(text_model))
   export_dir = os.path.dirname(os.path.dirname(os.path.normpath(text_model)))
   if not version.isdigit() or os.path.basename(os.path.dirname(os.path.normpath(text_model))) != "text":
@@ -66,6 +62,11 @@ def main(argv):
       raise app.UsageError(f"--exported_model cannot be combined with {', '.join(clashes)}: the exported model "
                            "already fixes the model, pooling, max_seq_length and flow")
   outputs.check_writable(os.path.dirname(FLAGS.output_file) or ".", "the --output_file folder")
+  with logs.tensorflow_startup(FLAGS.verbosity >= 1):  # the flags were read without TensorFlow: --help is quick
+    # pylint: disable=g-import-not-at-top
+    from bert_flow_tf.embedding.embedder import SentenceEmbedder
+    from bert_flow_tf.sentence_encoder import SentenceEncoder
+    from bert_flow_tf.utils import distribute
   if FLAGS.exported_model:
     encoder, what = _exported_encoder(FLAGS.exported_model), f"exported model {FLAGS.exported_model}"
   else:

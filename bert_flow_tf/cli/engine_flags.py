@@ -10,15 +10,16 @@ accepted for its scripts, and --help lists them apart (ORIGINAL_TPU_NAMES).
 
   engine_flags.define_engine_flags()           # at the entry point's top
   strategy = engine_flags.strategy_from_flags()   # in main
+
+The flags are defined and checked without TensorFlow (so --help and a bad flag answer at once); the functions
+that make or read a strategy import it.
 """
 from absl import app
 from absl import flags
 from absl import logging
-import tensorflow as tf
 
 from bert_flow_tf.cli import config_flags
 from bert_flow_tf.utils import checks
-from bert_flow_tf.utils import distribute
 
 FLAG_NAMES = ("tpu", "tpu_zone", "gcp_project", "num_gpus", "num_cpu_replicas", "use_xla", "static_shapes")
 ORIGINAL_TPU_NAMES = ("use_tpu", "tpu_name", "num_tpu_cores")
@@ -80,6 +81,8 @@ def tpu_from_flags(flag_values=FLAGS):
 
 def strategy_from_flags(flag_values=FLAGS):
   """The tf.distribute strategy the flags ask for (see `distribute.make_strategy`); logs what it got."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top,import-outside-toplevel
+  from bert_flow_tf.utils import distribute  # pylint: disable=g-import-not-at-top,import-outside-toplevel
   fv = flag_values
   tpu = tpu_from_flags(fv)
   try:
@@ -100,4 +103,5 @@ def strategy_from_flags(flag_values=FLAGS):
 
 def static_shapes_from_flags(strategy, flag_values=FLAGS):
   """`distribute.needs_static_shapes` for --static_shapes, --use_xla and `strategy`."""
+  from bert_flow_tf.utils import distribute  # pylint: disable=g-import-not-at-top,import-outside-toplevel
   return distribute.needs_static_shapes(strategy, flag_values.static_shapes, flag_values.use_xla)

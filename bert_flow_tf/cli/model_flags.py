@@ -11,7 +11,6 @@ A model is a directory or preset name (`--model_dir`), or the original's three T
 from absl import app
 from absl import flags
 
-from bert_flow_tf import loaders
 from bert_flow_tf.cli import config_flags
 from bert_flow_tf.embedding import settings
 from bert_flow_tf.loaders import presets
@@ -107,4 +106,5 @@ def model_kwargs(flag_values):
 
 def load_model_from_flags(flag_values):
   """loaders.LoadedModel of the model the flags name (see `model_kwargs` for the checks)."""
+  from bert_flow_tf import loaders  # pylint: disable=g-import-not-at-top,import-outside-toplevel  (TensorFlow)
   return loaders.load_model(**model_kwargs(flag_values))

@@ -10,8 +10,6 @@ flows/; with --analysis also table1.json, figure2_stsb_dev.png, isotropy_<datase
 import dataclasses
 import os
 
-# TF's C++ start-up lines (CUDA probing on CPU machines, oneDNN notes) drown the progress; errors still raise.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # This process uses Keras 2 only (tf_keras): TensorFlow then skips importing Keras 3 (~1.5 s of start-up).
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
@@ -20,8 +18,7 @@ from absl import flags
 from absl import logging
 
 from bert_flow_tf import data
-from bert_flow_tf.calibration import calibrator
-from bert_flow_tf.calibration.flow_fitting import FlowFitConfig
+from bert_flow_tf.calibration.fit_config import FlowFitConfig
 from bert_flow_tf.cli import aliases
 from bert_flow_tf.cli import config_flags
 from bert_flow_tf.cli import engine_flags
@@ -29,11 +26,8 @@ from bert_flow_tf.cli import model_flags
 from bert_flow_tf.cli import one_line_errors
 from bert_flow_tf.cli import outputs
 from bert_flow_tf.cli import run_flow_flags
-from bert_flow_tf.experiment import NLI_FLOW, run_experiments
 from bert_flow_tf.experiment_spec import ExperimentSpec, fit_from_store_problem
-from bert_flow_tf.loaders import tf1_flow
 from bert_flow_tf.reporting import markdown
-from bert_flow_tf.utils import distribute
 from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf.utils import logs
@@ -106,6 +100,10 @@ def main(argv):
   except (ValueError, FileNotFoundError) as e:
     raise app.UsageError(str(e)) from e
   _check_fit_set(custom, target_fit_config)
+  with logs.tensorflow_startup(FLAGS.verbosity >= 1):  # the flags were read without TensorFlow: --help is quick
+    # pylint: disable=g-import-not-at-top
+    from bert_flow_tf.experiment import run_experiments
+    from bert_flow_tf.utils import distribute
   strategy = engine_flags.strategy_from_flags()  # before any output: a missing device ends the run here
   output_dir = run_flow_flags.output_dir_from_flags(FLAGS, _exp_name)
   cache_dir = run_flow_flags.cache_dir_from_flags(FLAGS, output_dir)
@@ -144,7 +142,11 @@ def main(argv):
 def _export(experiment):
   """Exports the flow --export_flow names through SentenceEncoder.export, the one exporter (its int8 ranges and
   truncation order in export_info.json, the model's Normalize recorded)."""
-  from bert_flow_tf.sentence_encoder import SentenceEncoder  # pylint: disable=g-import-not-at-top (loads serving)
+  # pylint: disable=g-import-not-at-top
+  from bert_flow_tf.calibration import calibrator
+  from bert_flow_tf.experiment import NLI_FLOW
+  from bert_flow_tf.loaders import tf1_flow
+  from bert_flow_tf.sentence_encoder import SentenceEncoder
   own = FLAGS.train_file or FLAGS.eval_file
   dataset = data.custom.DATASET if own else data.TASKS[FLAGS.task_name].dataset
   if FLAGS.export_flow == "init_checkpoint":

@@ -15,7 +15,7 @@ from absl import flags
 
 from bert_flow_tf import data
 from bert_flow_tf.calibration import baselines
-from bert_flow_tf.calibration import flow_fitting
+from bert_flow_tf.calibration import fit_config
 from bert_flow_tf.cli import aliases
 from bert_flow_tf.cli import config_flags
 from bert_flow_tf.cli import engine_flags
@@ -30,7 +30,7 @@ ALIASES = {"sentence_embedding_type": "pooling", "predict_batch_size": "encode_b
 FIT_FLAGS = {"flow_model_config": "flow_model_config", "init": "flow_init", "learning_rate": "flow_learning_rate",
              "num_train_epochs": "num_train_epochs", "batch_size": "flow_batch_pairs", "seed": "seed",
              "save_checkpoints_steps": "save_checkpoints_steps"}
-# The NLI setting's own flags (flow_fitting.NLI_FIT_CONFIG's values); its other settings are the target's flags.
+# The NLI setting's own flags (fit_config.NLI_FIT_CONFIG's values); its other settings are the target's flags.
 NLI_FIT_FLAGS = {"learning_rate": "nli_flow_learning_rate", "num_train_epochs": "nli_num_train_epochs"}
 
 GROUPS = (
@@ -117,7 +117,7 @@ class RunFlowOptions:
   eval_file: str = None
   fit_flow: bool = True
   fit_on: tuple = _checked(checks.each(checks.one_of(scores.FIT_ON)), ("target",))
-  flow_mode: str = _checked(checks.one_of(flow_fitting.MODES), "cached")
+  flow_mode: str = _checked(checks.one_of(fit_config.MODES), "cached")
   fit_from_store: bool = False
   use_full_for_training: bool = True
   one_pass_full: bool = False
@@ -146,11 +146,11 @@ def define_flags(flag_values=flags.FLAGS):
   model_flags.define_encode_batch_sentences(fv)
   engine_flags.define_progress(fv)
   config_flags.define_config_flags(RunFlowOptions, flag_values=fv)
-  config_flags.define_config_flags(flow_fitting.FlowFitConfig, only=tuple(FIT_FLAGS), names=FIT_FLAGS,
+  config_flags.define_config_flags(fit_config.FlowFitConfig, only=tuple(FIT_FLAGS), names=FIT_FLAGS,
                                    flag_values=fv)
-  config_flags.check_flag(fv, "flow_model_config", flow_fitting.load_glow_config)
-  config_flags.define_config_flags(flow_fitting.FlowFitConfig, only=tuple(NLI_FIT_FLAGS), names=NLI_FIT_FLAGS,
-                                   defaults={f: getattr(flow_fitting.NLI_FIT_CONFIG, f) for f in NLI_FIT_FLAGS},
+  config_flags.check_flag(fv, "flow_model_config", fit_config.load_glow_config)
+  config_flags.define_config_flags(fit_config.FlowFitConfig, only=tuple(NLI_FIT_FLAGS), names=NLI_FIT_FLAGS,
+                                   defaults={f: getattr(fit_config.NLI_FIT_CONFIG, f) for f in NLI_FIT_FLAGS},
                                    flag_values=fv)
   for flag in NLI_FIT_FLAGS.values():
     fv[flag].help = "NLI setting (--fit_on=nli): " + fv[flag].help

@@ -11,15 +11,12 @@ See bert_flow_tf/siamese/ for the objectives and the files written.
 """
 import os
 
-# TF's C++ start-up lines (CUDA probing on CPU machines, oneDNN notes) drown the progress; errors still raise.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # This process uses Keras 2 only (tf_keras): TensorFlow then skips importing Keras 3 (~1.5 s of start-up).
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
-from bert_flow_tf import siamese
 from bert_flow_tf.cli import engine_flags
 from bert_flow_tf.cli import model_flags
 from bert_flow_tf.cli import one_line_errors
@@ -50,8 +47,10 @@ def main(argv):
                                            num_gpus=FLAGS.num_gpus, use_xla=FLAGS.use_xla,
                                            static_shapes=FLAGS.static_shapes)
   outputs.check_writable(config.output_dir, "the output folder (--output_dir)")
+  with logs.tensorflow_startup(FLAGS.verbosity >= 1):  # the flags were read without TensorFlow: --help is quick
+    from bert_flow_tf.siamese import runner  # pylint: disable=g-import-not-at-top
   strategy = engine_flags.strategy_from_flags()
-  siamese.run(config, strategy=strategy)
+  runner.run(config, strategy=strategy)
   print(f"outputs in {config.output_dir}")
 
 

@@ -22,6 +22,7 @@ from bert_flow_tf.embedding import pipeline
 from bert_flow_tf.embedding import settings
 from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
+from bert_flow_tf.modeling import pooling_ops
 from bert_flow_tf.modeling.bert_encoder import BertEncoder
 from bert_flow_tf.modeling.tokenizer import BertTokenizer
 from bert_flow_tf.utils import distribute
@@ -58,6 +59,7 @@ class QuantityEncoder(tf.Module):
     self.tokenizer = tokenizer or BertTokenizer(model.vocab_file, model.do_lower_case, max_seq_length)
     self._steps = {}
     self._pipelines = {}  # batch_size -> pipeline.InputPipeline
+    self._cut_reported = set()  # the sentences `warn_cut` counted
 
   def replica_function(self, names):
     """The per-replica function for quantity `names`: a batch dict (pipeline.py) -> (dict name -> float32
@@ -69,7 +71,7 @@ class QuantityEncoder(tf.Module):
     def replica_fn(batch):
       inputs = {name: batch[name] for name in packing.INPUT_NAMES}
       outputs = self.encoder(inputs, training=False, **kwargs)
-      values = pooling_lib.compute_quantities(names, outputs, batch["input_mask"])
+      values = pooling_ops.compute_quantities(names, outputs, batch["input_mask"])
       return {k: tf.cast(v, tf.float32) for k, v in values.items()}, batch["example_id"], batch["valid"]
 
     return tf.function(replica_fn, jit_compile=self.use_xla, autograph=False)
@@ -131,12 +133,16 @@ class QuantityEncoder(tf.Module):
                    truncated, len(sentences), self.max_seq_length)
     return out
 
-  def count_cut(self, sentences):
-    """How many of `sentences` (list of str) have more word pieces than max_seq_length - 2 (cut when encoded)."""
-    if not sentences:
-      return 0
-    lengths = self.tokenizer.tokenize_list(sentences).row_lengths().numpy()
-    return int(np.sum(lengths > self.max_seq_length - 2))
+  def warn_cut(self, sentences):
+    """Warns "k of n sentences were cut to max_seq_length tokens" when `sentences` (list of n str) holds one with
+    more word pieces than max_seq_length - 2 that no earlier call of this encoder counted: once per encoder, however
+    many times fit, encode and search see the same sentences."""
+    lengths = self.tokenizer.tokenize_list(sentences).row_lengths().numpy() if sentences else []
+    cut = {s for s, n in zip(sentences, lengths) if n > self.max_seq_length - 2}
+    if cut - self._cut_reported:
+      logging.warning("%s of %s sentences were cut to %d tokens (max_seq_length)", f"{len(cut):,}",
+                      f"{len(sentences):,}", self.max_seq_length)
+      self._cut_reported |= cut
 
   def token_outputs(self, sentences, batch_size=settings.BATCH_SENTENCES):
     """The last block's token vectors of each sentence, with its packed inputs, in input order.
@@ -182,4 +188,4 @@ class SentenceEmbedder(QuantityEncoder):
   def embed_inputs(self, inputs, training=False):
     """Packed inputs (dict of int32 [B, S]) -> float32 [B, D] for this pooling. Dropout runs only when training."""
     outputs = self.encoder(inputs, training=training)
-    return pooling_lib.pool(self.pooling_spec, outputs, inputs["input_mask"])
+    return pooling_ops.pool(self.pooling_spec, outputs, inputs["input_mask"])

@@ -75,7 +75,7 @@ class HubEncoder(keras.layers.Layer):
 
   Returns a dict: `encoder_outputs` (list of L float32 [B, S, H]), `sequence_output` [B, S, H] and
   `pooled_output` [B, H]. TF-Hub encoders do not expose the embedding layer, so `emb-avg`-type poolings fail
-  with a clear error in `pooling.pool`.
+  with a clear error in `pooling_ops.pool`.
   """
 
   def __init__(self, saved_model, **kwargs):

@@ -3,7 +3,8 @@
   config.py        BertConfig: google / HF config JSON -> hyperparameters
   layers.py        embeddings, self-attention, transformer block (Keras layers)
   bert_encoder.py  BertEncoder: input_word_ids/input_mask/input_type_ids -> sequence/pooled/encoder_outputs
-  pooling.py       named poolings (last-avg, first-last-avg, ...; the original's names as aliases)
+  pooling.py       named poolings (last-avg, first-last-avg, ...; the original's names as aliases), no TensorFlow
+  pooling_ops.py   the poolings in-graph: an encoder's outputs -> sentence vectors
   tokenizer.py     tensorflow-text WordPiece: strings -> word pieces -> the three int32 inputs
   packing.py       the input names; a batch of word pieces packed to its longest sentence (or a static length)
 """

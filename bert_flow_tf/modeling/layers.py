@@ -72,10 +72,13 @@ def swap_heads(x):
 
   oneDNN takes float transposes and pays a per-call setup of 0.2-1.3 ms on a request's [1, S, 12, 32] tensors
   (bench/README.md, serving); the integer kernel moves them for less, with identical results. A bitcast has no
-  gradient, so the swap gives its own: the upstream gradient swapped back (the swap is its own inverse).
+  gradient, so the swap gives its own: the upstream gradient swapped back by a plain float transpose (the swap is its
+  own inverse). That gradient holds no custom gradient of its own, so a SavedModel saves it whole and loads without
+  TensorFlow's "unsaved custom gradients" warning, and every order of gradient exists.
   """
   bits = _SAME_WIDTH_INT[x.dtype]
-  return tf.bitcast(tf.transpose(tf.bitcast(x, bits), [0, 2, 1, 3]), x.dtype), swap_heads
+  return (tf.bitcast(tf.transpose(tf.bitcast(x, bits), [0, 2, 1, 3]), x.dtype),
+          lambda dy: tf.transpose(dy, [0, 2, 1, 3]))
 
 
 class SelfAttention(keras.layers.Layer):

@@ -24,12 +24,14 @@ N is the whole number written (1..L). The original reads only the name's last ch
 for N >= 10 it computed something else: avg-last-12 was its avg-last-2 (blocks 1 and L), avg-last-10 divided by
 zero, avg-last-last-10 took `all_encoder_layers[-0]` (block 1). We compute what the name says; to reproduce such
 an original run, give its last digit.
+
+The names, their checks and resolution are here (no TensorFlow: the commands check --pooling with them); the
+in-graph pooling is pooling_ops.py.
 """
 import dataclasses
 import re
 
 import numpy as np
-import tensorflow as tf
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,40 +139,9 @@ def deepest_layer(names, num_layers):
   return deepest
 
 
-def masked_mean(hidden, input_mask):
-  """Token mean over non-padding positions. hidden [B, S, H], input_mask int [B, S] -> [B, H]."""
-  mask = tf.expand_dims(tf.cast(input_mask, hidden.dtype), 2)                 # [B, S, 1] (no tf.newaxis: LiteRT)
-  return tf.reduce_sum(hidden * mask, axis=1) / tf.reduce_sum(mask, axis=1)
-
-
-def compute_quantities(names, outputs, input_mask):
-  """The named quantities of a batch from an encoder's outputs (in-graph).
-
-  Args:
-    names: iterable of quantity names (see `quantities`).
-    outputs: dict from BertEncoder (or a TF-Hub encoder): `encoder_outputs`, and `embedding_output` /
-      `pooled_output` when a name needs them.
-    input_mask: int [B, S].
-
-  Returns:
-    dict name -> float32 [B, H].
-  """
-  result = {}
-  for name in names:
-    kind, _, layer = name.partition("-")
-    if kind == "pooler":
-      result[name] = outputs["pooled_output"]
-      continue
-    layer = int(layer)
-    if layer == 0 and "embedding_output" not in outputs:
-      raise ValueError(f"{name} needs the embedding layer's output, which this encoder does not expose "
-                       "(TF-Hub encoders keep it inside)")
-    hidden = outputs["embedding_output"] if layer == 0 else outputs["encoder_outputs"][layer - 1]  # [B, S, H]
-    result[name] = hidden[:, 0] if kind == "cls" else masked_mean(hidden, input_mask)
-  return result
-
-
-def _combine(pooling_spec, parts, concat, add):
+def combine_parts(pooling_spec, parts, concat, add):
+  """The PoolingSpec's vector from its `quantities` values `parts` (in order), with `concat` and `add` of numpy or
+  TensorFlow: the mean over layers (summed left to right, then divided), the concatenation, or the one part."""
   if pooling_spec.mode != "mean" and pooling_spec.mode != "concat":
     return parts[0]
   if pooling_spec.mode == "concat":
@@ -182,7 +153,8 @@ def _combine(pooling_spec, parts, concat, add):
 
 
 def combine(pooling_spec, values):
-  """A PoolingSpec's sentence vectors from stored quantities (numpy), exactly as `pool` computes them in-graph.
+  """A PoolingSpec's sentence vectors from stored quantities (numpy), exactly as `pooling_ops.pool` computes them
+  in-graph.
 
   Args:
     pooling_spec: PoolingSpec.
@@ -193,22 +165,5 @@ def combine(pooling_spec, values):
     single quantity.
   """
   parts = [values[name] for name in quantities(pooling_spec)]
-  out = _combine(pooling_spec, parts, lambda p: np.concatenate(p, axis=-1), np.add)
+  out = combine_parts(pooling_spec, parts, lambda p: np.concatenate(p, axis=-1), np.add)
   return np.asarray(out, np.float32)
-
-
-def pool(pooling_spec, outputs, input_mask):
-  """Applies a PoolingSpec to an encoder's outputs, in-graph (the export and siamese training use this).
-
-  Args:
-    pooling_spec: PoolingSpec, from resolve().
-    outputs: dict from BertEncoder (or a TF-Hub encoder): `encoder_outputs`, `pooled_output`, and
-      `embedding_output` when layer 0 is used.
-    input_mask: int [B, S].
-
-  Returns:
-    float32 [B, H] (or [B, N*H] for concat).
-  """
-  values = compute_quantities(quantities(pooling_spec), outputs, input_mask)
-  parts = [values[name] for name in quantities(pooling_spec)]
-  return _combine(pooling_spec, parts, lambda p: tf.concat(p, axis=-1), tf.add)

@@ -42,7 +42,7 @@ from bert_flow_tf import search
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.serving import text_bound
 from bert_flow_tf.modeling import packing
-from bert_flow_tf.modeling import pooling as pooling_lib
+from bert_flow_tf.modeling import pooling_ops
 from bert_flow_tf.utils import io_utils
 
 INFO_FILE = "export_info.json"
@@ -107,7 +107,7 @@ class IdsEmbedder(tf.Module):
   def embed_ids(self, inputs):
     """Dict of int32 [B, S] -> float32 [B, D]: pooled encoder outputs, through the flow when there is one."""
     outputs = self._layers.encoder(inputs, training=False)
-    x = pooling_lib.pool(self._layers.pooling_spec, outputs, inputs["input_mask"])  # [B, D]
+    x = pooling_ops.pool(self._layers.pooling_spec, outputs, inputs["input_mask"])  # [B, D]
     if self._layers.calibration is None:
       return x
     z, _ = self._layers.calibration(x, training=False)

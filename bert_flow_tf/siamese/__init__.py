@@ -6,13 +6,15 @@
   trainer.py   Trainer: optimizers, checkpoints, the distributed train step, inference and metrics
   runner.py    run(): train, export the encoder, evaluate, predict; the files it writes
 
-BERT's optimizer and schedule are `glow.create_optimizer`; the step count is `data.order.num_train_steps`.
+BERT's optimizer and schedule are `glow.create_optimizer`; the step count is `data.order.num_train_steps`. The
+names below are imported on first use (PEP 562): all but config load TensorFlow, and run_siamese.py reads its flags
+(SiameseConfig's fields) without it.
 """
-from bert_flow_tf.siamese.config import SiameseConfig
-from bert_flow_tf.siamese.model import SiameseModel
-from bert_flow_tf.siamese.model import supervised_loss
-from bert_flow_tf.siamese.runner import export_encoder
-from bert_flow_tf.siamese.runner import run
-from bert_flow_tf.siamese.trainer import Trainer
+from bert_flow_tf.utils import lazy
 
-__all__ = ["SiameseConfig", "SiameseModel", "Trainer", "export_encoder", "run", "supervised_loss"]
+# Public name -> its module.
+_PUBLIC = {"SiameseConfig": "bert_flow_tf.siamese.config", "SiameseModel": "bert_flow_tf.siamese.model",
+           "supervised_loss": "bert_flow_tf.siamese.model", "export_encoder": "bert_flow_tf.siamese.runner",
+           "run": "bert_flow_tf.siamese.runner", "Trainer": "bert_flow_tf.siamese.trainer"}
+__all__ = sorted(_PUBLIC)
+__getattr__ = lazy.names(__name__, _PUBLIC)

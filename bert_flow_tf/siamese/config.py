@@ -5,8 +5,9 @@ import glow
 from bert_flow_tf.data import tasks
 from bert_flow_tf.embedding import settings
 from bert_flow_tf.modeling import pooling
-from bert_flow_tf.siamese import data as siamese_data
 from bert_flow_tf.utils import checks
+
+SPLITS = ("train", "dev", "test")  # the splits of a task that train_splits may name
 
 
 def _checked(check, default):
@@ -121,9 +122,9 @@ class SiameseConfig:
                        f"init_checkpoint={tf1[2]!r}")
     if self.model is not None and self.bert_config_file is not None:
       raise ValueError(f"give either model ({self.model!r}) or bert_config_file ({self.bert_config_file!r})")
-    bad = [s for s in self.train_splits if s not in siamese_data.SPLITS]
+    bad = [s for s in self.train_splits if s not in SPLITS]
     if bad or not self.train_splits:
-      raise ValueError(f"train_splits {self.train_splits!r}: each must be one of {siamese_data.SPLITS}")
+      raise ValueError(f"train_splits {self.train_splits!r}: each must be one of {SPLITS}")
     if not (self.do_train or self.do_eval or self.do_predict):
       raise ValueError("nothing to do: set at least one of do_train, do_eval, do_predict")
     checks.check_fields(self)  # each field's range (its metadata; its flag checks the same while parsed)

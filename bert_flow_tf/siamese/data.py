@@ -9,9 +9,9 @@ import numpy as np
 import tensorflow as tf
 
 from bert_flow_tf.modeling import packing
+from bert_flow_tf.siamese.config import SPLITS
 from bert_flow_tf.utils import tf_data
 
-SPLITS = ("train", "dev", "test")
 
 
 def piece_arrays(tokenizer, sentences, max_pieces):

@@ -21,6 +21,7 @@ import glow
 from bert_flow_tf import loaders
 from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
+from bert_flow_tf.modeling import pooling_ops
 from bert_flow_tf.utils import distribute
 
 
@@ -77,7 +78,7 @@ class SiameseModel(tf.Module):
   def embed(self, ids, mask, training):
     """int32 [B, S] ids and mask -> (embedding float32 [B, D'], flow NLL float32 [B] bits/dim or None)."""
     inputs = packing.input_dict(ids, mask)
-    pooled = tf.cast(pooling_lib.pool(self.pooling_spec, self.encoder(inputs, training=training), mask),
+    pooled = tf.cast(pooling_ops.pool(self.pooling_spec, self.encoder(inputs, training=training), mask),
                      tf.float32)                                                     # [B, D]
     nll = None
     if self.flow is not None:

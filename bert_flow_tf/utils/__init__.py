@@ -4,6 +4,7 @@
   checks.py       range checks of settings, one sentence each (the API's ValueError, the flags' parse errors)
   progress.py     progress lines on stderr
   logs.py         quiet TensorFlow start-up logs
+  lazy.py         package names imported on first use (PEP 562)
   distribute.py   tf.distribute strategy and mixed-precision policy
   tf_data.py      the tf.data options every dataset runs with (autotuning off)
   timer.py        wall seconds per named stage (timings.json)

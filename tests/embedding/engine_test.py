@@ -129,7 +129,7 @@ def stored_quantities(model):
 def test_stored_quantities_reproduce_every_pooling(model, stored_quantities, name):
   embedder = SentenceEmbedder(model, name, max_seq_length=16)
   derived = pooling_lib.combine(embedder.pooling_spec, stored_quantities)
-  # The reference pools inside the graph (SentenceEmbedder.embed_inputs -> pooling.pool), not from the quantities,
+  # The reference pools inside the graph (SentenceEmbedder.embed_inputs -> pooling_ops.pool), not from the quantities,
   # on all the sentences in one padded batch (one-at-a-time equals the engine: test_single_device_matches_...).
   reference = embedder.embed_inputs(embedder.tokenizer(tf.constant(SENTENCES))).numpy()
   np.testing.assert_allclose(derived, reference, atol=1e-5)

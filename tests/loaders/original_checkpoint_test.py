@@ -127,6 +127,7 @@ def test_run_flow_exports_the_original_model_unchanged(original, tmp_path, data_
   from bert_flow_tf import loaders
   from bert_flow_tf.loaders import tf1_flow
   from bert_flow_tf.modeling import pooling
+  from bert_flow_tf.modeling import pooling_ops
   small = tmp_path / "data" / "stsbenchmark"
   small.mkdir(parents=True)
   for split in ("train", "dev", "test"):
@@ -149,7 +150,7 @@ def test_run_flow_exports_the_original_model_unchanged(original, tmp_path, data_
   got = list(served(input_word_ids=ids, input_mask=mask, input_type_ids=tf.zeros_like(ids)).values())[0]
   loaded = loaders.load_model(None, bert_config_file=str(root / "bert_config.json"),
                               vocab_file=str(root / "vocab.txt"), init_checkpoint=checkpoint)
-  pooled = pooling.pool(pooling.resolve("avg", loaded.num_layers), loaded.encoder(
+  pooled = pooling_ops.pool(pooling.resolve("avg", loaded.num_layers), loaded.encoder(
       {"input_word_ids": ids, "input_mask": mask, "input_type_ids": tf.zeros_like(ids)}), mask)
   expected, _ = tf1_flow.load_tf1_flow(checkpoint)(pooled)
   np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-5, atol=1e-5)

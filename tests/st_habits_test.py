@@ -1,0 +1,49 @@
+"""sentence-transformers' habits with a model object (bert_flow_tf/st_habits.py): constructor words taken or
+refused in one line, device/to/eval, tokenizer, get_embedding_dimension, save_pretrained, a saved folder."""
+import pytest
+
+from bert_flow_tf import SentenceEncoder
+from bert_flow_tf import st_habits
+from bert_flow_tf.modeling.tokenizer import BertTokenizer
+from tests import tiny_runs
+
+
+@pytest.fixture(scope="module", name="tiny_dir")
+def fixture_tiny_dir(tmp_path_factory):
+  return tiny_runs.tiny_model_dir(tmp_path_factory.mktemp("st_habits"))
+
+
+def test_device_to_eval_tokenizer_and_dimension(tiny_dir):
+  enc = SentenceEncoder(tiny_dir, device="cpu", trust_remote_code=False, max_seq_length=16)
+  assert (enc.device, enc.default_device) == ("cpu", "cpu")
+  assert enc.to("/CPU:0") is enc and enc.device == "/CPU:0" and enc.eval() is enc
+  assert isinstance(enc.tokenizer, BertTokenizer) and enc.tokenizer is enc.embedder.tokenizer
+  assert enc.get_embedding_dimension() == enc.get_sentence_embedding_dimension() == 16
+  with pytest.raises(ValueError, match=r"device 'gpu:7' \(/GPU:7\) is not on this machine"):
+    enc.to("gpu:7")
+  assert SentenceEncoder(tiny_dir, max_seq_length=16).device in ("cpu", "gpu:0")
+
+
+@pytest.mark.parametrize("word", sorted(st_habits.REFUSED))
+def test_words_without_a_meaning_here_are_refused_in_one_line(tiny_dir, word):
+  with pytest.raises(ValueError) as e:
+    SentenceEncoder(tiny_dir, **{word: None})
+  message = str(e.value)
+  assert message.startswith(f"{word}= is sentence-transformers'") and "\n" not in message
+  assert message.split(": ", 1)[1] == st_habits.REFUSED[word]
+
+
+def test_trust_remote_code_true_is_refused(tiny_dir):
+  with pytest.raises(ValueError, match=r"^trust_remote_code=True: this package runs no code"):
+    SentenceEncoder.from_pretrained(tiny_dir, trust_remote_code=True)
+
+
+def test_save_pretrained_writes_a_folder_that_load_reads_and_the_constructor_points_to_load(tiny_dir, tmp_path):
+  enc = SentenceEncoder(tiny_dir, max_seq_length=16, truncate_dim=8)
+  enc.save_pretrained(str(tmp_path / "saved"))
+  for make in (SentenceEncoder, SentenceEncoder.from_pretrained):
+    with pytest.raises(ValueError, match=r"is a folder SentenceEncoder.save wrote: load it with SentenceEncoder.load"
+                                         r"\(.*trust_saved_model=True"):
+      make(str(tmp_path / "saved"))
+  loaded = SentenceEncoder.load(str(tmp_path / "saved"))
+  assert (loaded.truncate_dim, loaded.get_embedding_dimension()) == (8, 8)
