@@ -244,7 +244,7 @@ def scale(args, corpus, calibrations, query_ids, workdir):
       blocks = ((sentences[s:s + 65536], big[s:s + 65536]) for s in range(0, size, 65536))
       start = time.perf_counter()
       path = binary_search.export_binary_search(enc.embedder, affine, blocks, size, ranges,
-                                                os.path.join(workdir, f"bin{dim}-{size}"))
+                                                os.path.join(workdir, f"bin{dim}-{size}"), num_lists=0)  # exact
       row = {"dim": dim, "size": size, "export_s": time.perf_counter() - start, "export_mb": dir_mb(path),
              "corpus_mb": (size * (8 * quantized_search.num_words(dim) + dim)
                            + sum(len(t.encode("utf-8")) for t in sentences)) / 1e6}

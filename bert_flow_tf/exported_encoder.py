@@ -23,6 +23,7 @@ from bert_flow_tf.calibration import truncation
 from bert_flow_tf.embedding import settings
 from bert_flow_tf.serving import binary_search
 from bert_flow_tf.serving import export
+from bert_flow_tf import ivf_index
 from bert_flow_tf import quantized_search
 from bert_flow_tf import search
 from bert_flow_tf import st_api
@@ -143,7 +144,7 @@ class ExportedEncoder(st_api.StApi):
   def _token_outputs(self, texts, batch_size):
     raise ValueError("an export serves sentence vectors only: output_value must be 'sentence_embedding'")
 
-  def search(self, queries, k=10, precision="float32", candidates=None):
+  def search(self, queries, k=10, precision="float32", candidates=None, nprobe=None):
     """The export's corpus searched in its graph: top-k by cosine (precision "float32", search/<version>), or by
     Hamming distance with int8 rescoring of `candidates` ("binary", binary_search/<version>).
 
@@ -152,6 +153,8 @@ class ExportedEncoder(st_api.StApi):
       k: int >= 1.
       precision: "float32" or "binary".
       candidates: int >= k or None (`quantized_search.candidates_for`), the Hamming-nearest rescored (binary).
+      nprobe: int >= 1, the lists of an inverted-file index probed (binary, its "search_probe" signature); None:
+        the export's default.
 
     Returns:
       list of n lists of {"corpus_id": int, "score": float, "sentence": str}, best first.
@@ -165,9 +168,16 @@ class ExportedEncoder(st_api.StApi):
                        f"{how})")
     queries = [queries] if isinstance(queries, str) else list(queries)
     inputs = {"queries": tf.constant(queries, tf.string), "k": tf.constant(k, tf.int32)}
+    signature = "serving_default"
     if precision == "binary":
       inputs["candidates"] = tf.constant(quantized_search.candidates_for(k, candidates), tf.int32)
-    out = model.signatures["serving_default"](**inputs)
+    if nprobe is not None:
+      if precision != "binary" or "search_probe" not in model.signatures:
+        raise ValueError("nprobe needs a binary search export with an inverted-file index (num_lists >= 1); this "
+                         f"{precision} search scans every vector")
+      inputs["nprobe"] = tf.constant(ivf_index.check_nprobe(nprobe), tf.int32)
+      signature = "search_probe"
+    out = model.signatures[signature](**inputs)
     indices, scores, sentences = (out[name].numpy() for name in ("indices", "scores", "sentences"))
     return [[{"corpus_id": int(i), "score": float(s), "sentence": t.decode("utf-8")}
              for i, s, t in zip(*row)] for row in zip(indices, scores, sentences)]

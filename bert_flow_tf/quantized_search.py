@@ -15,8 +15,8 @@ never held whole.
      buckets (`dequantize`); the top_k of those, best first (equal scores: the Hamming-nearer first).
      Without rescoring, the top_k of pass 1 with score 1 - 2 hamming / D' (the cosine of the +-1 sign vectors).
 
-The SavedModel (`serving.binary_search`) computes the same in its graph; `semantic_search` on an encoder calls
-this.
+The SavedModel (`serving.binary_search`) computes the same in its graph; `code_search.semantic_search` calls
+this unless an inverted-file index (`ivf_index`) is asked for.
 
 Legend: n = queries, M = corpus vectors, D' = width, W = 64-bit words per vector, C = candidates.
 """
@@ -24,8 +24,6 @@ import numpy as np
 
 from bert_flow_tf import quantization
 from bert_flow_tf import search
-from bert_flow_tf import sentence_codes
-from bert_flow_tf.calibration import int8_ranges
 
 WORD_BITS = 64
 DEFAULT_CANDIDATES = 100  # the Hamming-nearest rescored when a search names none (at least top_k: `candidates_for`)
@@ -57,6 +55,13 @@ def dequantize(codes, ranges):
   [c + 128, c + 129) steps from lo: `quantization`'s int8 is the floor bucket - 128)."""
   lo, step = bucket_starts_and_widths(ranges)
   return lo + (np.asarray(codes, np.float32) + np.float32(128.5)) * step
+
+
+def dequantized_norms(codes, ranges, block_rows=65536):
+  """float32 [M]: the length of each int8 code vector [M, D'] read back (`dequantize`), a block of rows at a time
+  (the rescoring's denominators, stored beside the codes by the search models)."""
+  return np.concatenate([np.linalg.norm(dequantize(codes[s:s + block_rows], ranges), axis=1)
+                         for s in range(0, len(codes), block_rows)] or [np.zeros([0], np.float32)])
 
 
 def check_search_precision(precision):
@@ -164,43 +169,17 @@ def search_codes(query_vectors, corpus, top_k=10, candidates=DEFAULT_CANDIDATES,
     scores = 1 - 2 * np.take_along_axis(distance, ids, axis=1) / corpus.dim
   else:
     cand = nearest(distance, candidates)                                              # [n, C]
-    vectors = search.normalize(dequantize(corpus.codes[cand.reshape(-1)], corpus.ranges)).reshape(
-        cand.shape + (corpus.dim,))
-    cosine = np.einsum("nd,ncd->nc", search.normalize(q), vectors)                   # [n, C]
-    order = np.argsort(-cosine, axis=1, kind="stable")[:, :top_k]                     # ties: Hamming-nearer first
-    ids, scores = np.take_along_axis(cand, order, axis=1), np.take_along_axis(cosine, order, axis=1)
+    order, scores = rescore_codes(q, corpus.codes[cand], corpus.ranges, top_k)
+    ids = np.take_along_axis(cand, order, axis=1)
   return [[{"corpus_id": int(i), "score": float(s)} for i, s in zip(row_ids, row_scores)]
           for row_ids, row_scores in zip(ids, scores)]
 
 
-def semantic_search(query_vectors, corpus_vectors, top_k=10, precision="float32", rescore=True,
-                    candidates=None, ranges=None):
-  """`search.semantic_search` (precision "float32") or `search_codes` over the corpus's codes ("binary").
-
-  Args:
-    query_vectors: float [n, D'] or [D'].
-    corpus_vectors: float [M, D'].
-    top_k, rescore, candidates: see `search_codes` (candidates: `candidates_for`).
-    precision: str, one of SEARCH_PRECISIONS.
-    ranges: float [2, D'], the int8 ranges of the rescoring (a calibration's `int8_ranges`); None: fitted on the
-      corpus vectors (`int8_ranges.fit_ranges`).
-
-  Returns:
-    list of n lists of {"corpus_id": int, "score": float}, best first.
-  """
-  check_search_precision(precision)
-  if precision == "float32":
-    return search.semantic_search(query_vectors, corpus_vectors, top_k)
-  corpus_vectors = np.asarray(corpus_vectors, np.float32)
-  if ranges is None:
-    ranges = int8_ranges.fit_ranges(corpus_vectors)
-  return search_codes(query_vectors, CorpusCodes.of(corpus_vectors, ranges), top_k, candidates_for(top_k, candidates),
-                      rescore)
-
-
-def encoder_search(encoder, queries, corpus, top_k, precision, rescore, candidates):
-  """`semantic_search` for a SentenceEncoder: queries and corpus (str, list of str or vectors) as its `vectors_of`
-  gives them for cosine (calibrated, cut to its truncate_dim), the int8 ranges its calibration saved, cut alike."""
-  return semantic_search(encoder.vectors_of(queries, True), encoder.vectors_of(corpus, True), top_k, precision,
-                         rescore, candidates,
-                         sentence_codes.kept_ranges(encoder.int8_ranges, encoder.truncation_order, encoder.truncate_dim))
+def rescore_codes(q, codes, ranges, top_k):
+  """The rescoring pass: float [n, D'] queries and their candidates' int8 codes [n, C, D'] (Hamming-nearest first)
+  -> (order int64 [n, k], scores float32 [n, k]): the candidates of the top_k cosines of q and the codes read back
+  to their bucket middles, best first (equal scores: the earlier candidate), k = min(top_k, C)."""
+  vectors = search.normalize(dequantize(codes, ranges))                             # [n, C, D']
+  cosine = np.einsum("nd,ncd->nc", search.normalize(q), vectors)                   # [n, C]
+  order = np.argsort(-cosine, axis=1, kind="stable")[:, :top_k]
+  return order, np.take_along_axis(cosine, order, axis=1)

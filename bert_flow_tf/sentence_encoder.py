@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from bert_flow_tf import encoder_folder
 from bert_flow_tf import loaders
-from bert_flow_tf import quantized_search
+from bert_flow_tf import code_search
 from bert_flow_tf import st_api
 from bert_flow_tf import st_habits
 from bert_flow_tf.calibration import calibrator
@@ -261,15 +261,16 @@ class SentenceEncoder(st_api.StApi, st_habits.StHabits, encoder_folder.EncoderFi
                        f"encoder's D={self.embedder.dim} ({self.embedder.pooling_spec.describe()})")
     self.calibration = calibration
 
-  def semantic_search(self, queries, corpus, top_k=10, precision="float32", rescore=True, candidates=None):
-    """As st_api.StApi.semantic_search; precision="binary": `quantized_search.encoder_search` (candidates None:
-    its default)."""
+  def semantic_search(self, queries, corpus, top_k=10, precision="float32", rescore=True, candidates=None,
+                      num_lists=0, nprobe=None):
+    """As st_api.StApi.semantic_search; precision="binary": `code_search.encoder_search` (None: its defaults)."""
     if precision != "float32":
-      return quantized_search.encoder_search(self, queries, corpus, top_k, precision, rescore, candidates)
+      return code_search.encoder_search(self, queries, corpus, top_k, precision, rescore, candidates, num_lists,
+                                        nprobe)
     return super().semantic_search(queries, corpus, top_k)
 
   def export(self, export_dir, version=1, overwrite=False, corpus=None, search="float32", truncate_dim=None,
-             precisions=(), litert=False):
+             precisions=(), litert=False, num_lists=0):
     """Writes the servable SavedModels, with the calibration in the graph (a flow, or a baseline as export.Affine):
     export_dir/text/<version> (strings in), ids/<version> (token ids in) and export_info.json (serving/export.py),
     as run_flow.py --export_dir; with a corpus also search/<version> (serving/search_model.py) or
@@ -280,7 +281,7 @@ class SentenceEncoder(st_api.StApi, st_habits.StHabits, encoder_folder.EncoderFi
       version: int >= 1, TF Serving's version directory.
       overwrite: bool, replace existing versions (SavedModels only; see serving/export.py).
       corpus: None, a list of str, or the path of a UTF-8 file with one sentence per line.
-      search, truncate_dim, precisions: see serving.binary_search.export_encoder (docs/quantization.md).
+      search, truncate_dim, precisions, num_lists: see serving.binary_search.export_encoder (docs/quantization.md).
       litert: bool, also litert/model.tflite and model_int8.tflite: `encode`'s vectors (serving/litert.py).
 
     Returns:
@@ -293,7 +294,7 @@ class SentenceEncoder(st_api.StApi, st_habits.StHabits, encoder_folder.EncoderFi
       corpus = io_utils.read_lines(os.fspath(corpus))
     in_graph = export_lib.in_graph(self.calibration)
     paths = binary_search.export_encoder(self, in_graph, export_dir, version, overwrite, corpus, search, truncate_dim,
-                                         precisions)
+                                         precisions, num_lists)
     if corpus is not None and search == "float32":
       corpus = list(corpus)
       paths["search"] = search_model.export_search_model(self.embedder, in_graph, self._embed(corpus), corpus,

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_flow_tf import code_search
 from bert_flow_tf import quantization
 from bert_flow_tf import quantized_search
 from bert_flow_tf.calibration import calibrator
@@ -198,8 +199,8 @@ def test_an_encoders_corpus_exports_block_by_block_and_exported_encoder_searches
   ranges = enc.calibration.int8_ranges
   queries = ["a man plays", "the dog"]
   assert enc.semantic_search(queries, SENTENCES, top_k=3, precision="binary", candidates=8) == \
-      quantized_search.semantic_search(enc.encode(queries), enc.encode(SENTENCES), 3, "binary", candidates=8,
-                                       ranges=ranges)
+      code_search.semantic_search(enc.encode(queries), enc.encode(SENTENCES), 3, "binary", candidates=8,
+                                  ranges=ranges)
   np.testing.assert_array_equal(enc.encode(queries, precision="int8"),   # the saved ranges, not the call's
                                 quantization.quantize_embeddings(enc.encode(queries), "int8", ranges=ranges))
   np.testing.assert_array_equal(enc.encode(queries, precision="uint8", truncate_dim=10),
@@ -213,8 +214,8 @@ def test_an_encoders_corpus_exports_block_by_block_and_exported_encoder_searches
   assert sorted(paths) == ["binary_search", "ids", "info", "text"]
   served = bert_flow_tf.ExportedEncoder(str(tmp_path / "exp"))
   got = served.search(queries, k=3, precision="binary", candidates=8)
-  want = quantized_search.semantic_search(enc.encode(queries)[:, :10], enc.encode(SENTENCES)[:, :10], 3,
-                                          "binary", candidates=8, ranges=ranges[:, :10])
+  want = code_search.semantic_search(enc.encode(queries)[:, :10], enc.encode(SENTENCES)[:, :10], 3,
+                                     "binary", candidates=8, ranges=ranges[:, :10])
   assert [[h["corpus_id"] for h in row] for row in got] == [[h["corpus_id"] for h in row] for row in want]
   np.testing.assert_allclose([[h["score"] for h in row] for row in got],
                              [[h["score"] for h in row] for row in want], atol=1e-5)
@@ -224,6 +225,8 @@ def test_an_encoders_corpus_exports_block_by_block_and_exported_encoder_searches
                                 quantization.quantize_embeddings(out["embeddings"].numpy(), "int8", ranges=ranges))
   with pytest.raises(ValueError, match="no float32 search model"):
     served.search(queries, precision="float32")
+  with pytest.raises(ValueError, match="nprobe needs a binary search export with an inverted-file index"):
+    served.search(queries, precision="binary", nprobe=2)                 # 23 sentences: the exact scan
   with pytest.raises(ValueError, match="search precision 'int8' is not supported"):
     served.search(queries, precision="int8")
   with pytest.raises(ValueError, match="search precision 'int8' is not supported"):
@@ -233,8 +236,8 @@ def test_an_encoders_corpus_exports_block_by_block_and_exported_encoder_searches
   assert len(served.search(queries, k=20, precision="binary")[0]) == 20
   for call in (lambda: enc.semantic_search(queries, SENTENCES, top_k=5, precision="binary", candidates=2),
                lambda: served.search(queries, k=5, precision="binary", candidates=2),
-               lambda: quantized_search.semantic_search(enc.encode(queries), enc.encode(SENTENCES), 5, "binary",
-                                                        candidates=2)):
+               lambda: code_search.semantic_search(enc.encode(queries), enc.encode(SENTENCES), 5, "binary",
+                                                   candidates=2)):
     with pytest.raises(ValueError, match=r"^candidates \(2\) must be at least top_k \(5\)"):
       call()
   with pytest.raises(ValueError, match=r"truncate_dim must be an int in 1..16 \(the embedding width\), got 17"):

@@ -3,6 +3,11 @@
   <export_dir>/binary_search/<version>/   the text model's embedding + a corpus held as sign words and int8 codes
       serving_default: queries string [B], k int32 [], candidates int32 [] -> indices int32 [B, k'],
                        scores float32 [B, k'], sentences string [B, k']  (k' = min(k, candidates, M), best first)
+      search_probe:    the same inputs and nprobe int32 [] (only an export with an inverted-file index)
+
+The corpus is scanned whole (the exact scan below, `BinaryIndex`: num_lists 0, the default) or, when num_lists
+L >= 1 is asked, through an inverted-file index (`ivf_probe.IvfBinaryIndex`: its `nprobe` nearest lists alone, the
+model's default nprobe for serving_default).
 
 A query batch is embedded as by the text model and cut to the corpus's D' dimensions (`truncate_dim`: the model's
 `dims`, int32 [D'], the first D' or those a flow's truncation order puts first: `calibration.truncation`). Each
@@ -11,12 +16,13 @@ popcount (tf.raw_ops.PopulationCount) of their tf.bitwise.bitwise_xor, summed ov
 nearest (`nearest_by_count`: as tf.math.top_k of the negated distance, equal distances the lower index first) are
 rescored by the cosine of the query and their int8 codes read back to the middle of their buckets
 (`quantized_search.dequantize`), and the k best returned (equal scores: the Hamming-nearer first). This is
-`quantized_search.search_codes`, which the tests hold it to.
+`quantized_search.search_codes`, which the tests hold it to (and the index, with every list probed).
 The queries are searched one after another (tf.map_fn) so the memory of a batch stays that of a few queries
 (a query's xor is W x M int64: 48 MB at D' = 384, M = 1M).
 
 The corpus is written in the model as variables: words int64 [W, M] (a row per word: each xor reads one contiguous
-row), codes int8 [M, D'], the buckets' lo and step float32 [D'], sentences string [M]. `export_binary_search` fills
+row), codes int8 [M, D'], their lengths read back float32 [M] (the rescoring's denominators: `code_ops.rescore`),
+the buckets' lo and step float32 [D'], sentences string [M]. `export_binary_search` fills
 them a block of vectors at a time (`quantized_search.CorpusCodes`), so the fp32 corpus is never held whole.
 
 `GraphQuantizer` gives the text model's extra outputs (`export_models(..., quantizer=)`): one per precision asked,
@@ -31,16 +37,19 @@ import types
 import numpy as np
 import tensorflow as tf
 
+from bert_flow_tf import ivf_index
 from bert_flow_tf import quantization
 from bert_flow_tf import quantized_search
 from bert_flow_tf.calibration import int8_ranges
 from bert_flow_tf.calibration import truncation
+from bert_flow_tf.serving import code_ops
 from bert_flow_tf.serving import export as export_lib
+from bert_flow_tf.serving import ivf_probe
 
 KIND = "binary_search"
 BLOCK_ROWS = 16384  # corpus sentences encoded at a time by export_encoder_corpus
 _QUERY_PARALLELISM = 4   # queries searched at once inside a batch (tf.map_fn's parallel_iterations)
-_WORDS_PER_SUM = 3       # popcounts of 64-bit words added in uint8 before int32: 3 x 64 = 192 <= 255
+_SEARCH_SIGNATURE = [tf.TensorSpec([None], tf.string), tf.TensorSpec([], tf.int32), tf.TensorSpec([], tf.int32)]
 
 
 def _check_int8_ranges(ranges, dim):
@@ -49,19 +58,6 @@ def _check_int8_ranges(ranges, dim):
     raise ValueError(f"int8 outputs need int8 ranges [2, {dim}] (a calibration's int8_ranges), got "
                      f"{None if ranges is None else list(ranges.shape)}")
   return ranges
-
-
-def _pack_bits(x, bits_per_word):
-  """Sign bits of float32 [B, D] packed big-endian into words of `bits_per_word` bits, the first dimension the high
-  bit, zero-padded: int64 [B, ceil(D / bits_per_word)]."""
-  dim = x.shape[-1]
-  words = -(-dim // bits_per_word)
-  bits = tf.cast(x > 0, tf.int64)
-  bits = tf.pad(bits, [[0, 0], [0, words * bits_per_word - dim]])
-  bits = tf.reshape(bits, [-1, words, bits_per_word])
-  shifts = tf.constant(np.arange(bits_per_word - 1, -1, -1), tf.int64)
-  # Distinct powers of two: their sum is their bitwise or (the top bit of a 64-bit word wraps to the sign).
-  return tf.reduce_sum(tf.bitwise.left_shift(bits, shifts), axis=-1)
 
 
 class GraphQuantizer(tf.Module):
@@ -95,7 +91,7 @@ class GraphQuantizer(tf.Module):
         out[f"embeddings_{precision}"] = tf.cast(codes - 128, tf.int8) if precision == "int8" else tf.cast(
             codes, tf.uint8)
         continue
-      buckets = tf.cast(_pack_bits(x, 8), tf.int32)                                    # [B, ceil(D / 8)]
+      buckets = tf.cast(code_ops.pack_bits(x, 8), tf.int32)                                    # [B, ceil(D / 8)]
       signed = precision == "binary"
       out[f"embeddings_{precision}"] = tf.cast(buckets - 128, tf.int8) if signed else tf.cast(buckets, tf.uint8)
     return out
@@ -132,58 +128,61 @@ class BinaryIndex(tf.Module):
     lo, step = quantized_search.bucket_starts_and_widths(corpus.ranges)
     self.lo = tf.Variable(lo, trainable=False, name="lo")
     self.step = tf.Variable(step, trainable=False, name="step")
+    self.norms = tf.Variable(quantized_search.dequantized_norms(corpus.codes[:corpus.filled], corpus.ranges),
+                             trainable=False, name="norms")                          # [M]
 
   def search_vectors(self, q, k, candidates):
     """float32 [B, D'] queries, int32 k and candidates -> (indices int32 [B, k'], scores float32 [B, k'])."""
     c = tf.minimum(candidates, tf.shape(self.codes)[0])
-    query_words = _pack_bits(q, quantized_search.WORD_BITS)                           # [B, W]
+    query_words = code_ops.pack_bits(q, quantized_search.WORD_BITS)                           # [B, W]
 
     def nearest(words):                                                               # int64 [W] -> int32 [C]
-      counts = [tf.raw_ops.PopulationCount(x=tf.bitwise.bitwise_xor(self.words[w], words[w]))  # uint8 [M] each
-                for w in range(self.num_words)]
-      # Summed in uint8 a group of _WORDS_PER_SUM words at a time (at most 192 bits: no overflow), then in int32.
-      distance = tf.add_n([tf.cast(tf.add_n(counts[g:g + _WORDS_PER_SUM]), tf.int32)
-                           for g in range(0, len(counts), _WORDS_PER_SUM)])                      # [M]
+      distance = code_ops.hamming([self.words[w] for w in range(self.num_words)], words)                # [M]
       return nearest_by_count(distance, c, self.num_words * quantized_search.WORD_BITS)
 
     cand = tf.map_fn(nearest, query_words, fn_output_signature=tf.TensorSpec([None], tf.int32),
                      parallel_iterations=_QUERY_PARALLELISM)                          # [B, C]
-    codes = tf.cast(tf.gather(self.codes, cand), tf.float32)                          # [B, C, D']
-    vectors = self.lo + (codes + 128.5) * self.step                                     # bucket middles
-    vectors = vectors / tf.maximum(tf.norm(vectors, axis=-1, keepdims=True), 1e-12)
-    q = q / tf.maximum(tf.norm(q, axis=-1, keepdims=True), 1e-12)
-    scores = tf.einsum("bd,bcd->bc", q, vectors)                                      # [B, C]
-    top = tf.math.top_k(scores, k=tf.minimum(k, c))
+    top = code_ops.rescore(q, tf.gather(self.codes, cand), tf.gather(self.norms, cand), self.lo, self.step,
+                           tf.minimum(k, c))
     return tf.gather(cand, top.indices, batch_dims=1), top.values
 
 
 class _BinarySearchModel(tf.Module):
-  """The text embedder and a BinaryIndex; the binary search SavedModel's root."""
+  """The text embedder and a BinaryIndex or an ivf_probe.IvfBinaryIndex; the binary search SavedModel's root.
+  With the inverted-file index, `serve_probe` also takes nprobe (the "search_probe" signature)."""
 
-  def __init__(self, embedder, calibration, corpus, sentences, dims):
+  def __init__(self, embedder, calibration, index, sentences, dims):
     super().__init__(name="binary_search_model")
     self.dims = tf.constant(dims, tf.int32)                                           # [D']
     text = export_lib.TextEmbedder(embedder, calibration)  # pylint: disable=protected-access
     self._text = types.SimpleNamespace(embedder=text)  # untracked, as in search_model.SearchModel
     self.text_variables = list(text.variables)
     self.tokenizer = text.tokenizer
-    self.index = BinaryIndex(corpus)
+    self.index = index
     self.sentences = tf.Variable(tf.constant(list(sentences), tf.string), trainable=False, name="sentences")
+    if isinstance(index, ivf_probe.IvfBinaryIndex):
+      self.serve_probe = tf.function(self._search, input_signature=_SEARCH_SIGNATURE + [tf.TensorSpec([], tf.int32)])
 
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string), tf.TensorSpec([], tf.int32),
-                                tf.TensorSpec([], tf.int32)])
-  def serve_search(self, queries, k, candidates):
-    with tf.control_dependencies([
-        tf.debugging.assert_positive(k, message="search needs k >= 1"),
-        tf.debugging.assert_greater_equal(candidates, k, message="search needs candidates >= k")]):
+  def _search(self, queries, k, candidates, nprobe=None):
+    """nprobe: None for the index's default, or int32 [] (an IvfBinaryIndex's lists probed)."""
+    checks = [tf.debugging.assert_positive(k, message="search needs k >= 1"),
+              tf.debugging.assert_greater_equal(candidates, k, message="search needs candidates >= k")]
+    if nprobe is not None:
+      checks.append(tf.debugging.assert_positive(nprobe, message="search needs nprobe >= 1"))
+    with tf.control_dependencies(checks):
       q = tf.gather(self._text.embedder.embed_text(queries), self.dims, axis=1)      # [B, D']
-    indices, scores = self.index.search_vectors(q, k, candidates)
+    indices, scores = self.index.search_vectors(q, k, candidates, *(() if nprobe is None else (nprobe,)))
     return {"indices": indices, "scores": scores, "sentences": tf.gather(self.sentences, indices)}
+
+  @tf.function(input_signature=_SEARCH_SIGNATURE)
+  def serve_search(self, queries, k, candidates):
+    return self._search(queries, k, candidates)
 
 
 def export_binary_search(embedder, calibration, blocks, rows, ranges, export_dir, version=1, overwrite=False,
-                         dims=None):
-  """Writes export_dir/binary_search/<version>, its corpus filled a block at a time.
+                         dims=None, num_lists=0, nprobe=None):
+  """Writes export_dir/binary_search/<version>, its corpus filled a block at a time, then (num_lists L >= 1) stored
+  list by list in an inverted-file index (`ivf_index.build`: from the codes, without the fp32 vectors).
 
   Args:
     embedder: SentenceEmbedder, as `export.export_models`.
@@ -196,9 +195,12 @@ def export_binary_search(embedder, calibration, blocks, rows, ranges, export_dir
     version: int >= 1.
     overwrite: bool. Replace an existing version.
     dims: int [D'], the text model's output dimensions the vectors hold, in their order; None: the first D'.
+    num_lists: int L, 0 for the exact scan of every code (the default); L >= 1: an inverted-file index.
+    nprobe: int >= 1, the lists a request probes unless it names nprobe; None: `ivf_index.default_nprobe(L)`.
 
   Returns:
-    str, the SavedModel directory.
+    str, the SavedModel directory. Its "serving_default" signature takes queries, k and candidates; with lists, a
+    "search_probe" signature also takes nprobe int32 [].
   """
   export_lib.check_version(version)  # pylint: disable=protected-access
   path = os.path.join(export_dir, KIND, str(version))
@@ -212,13 +214,19 @@ def export_binary_search(embedder, calibration, blocks, rows, ranges, export_dir
   if not rows or corpus.filled != rows or len(sentences) != rows:
     raise ValueError(f"the corpus needs M >= 1 vectors and sentences, M = {rows}; got {corpus.filled} vectors "
                      f"and {len(sentences)} sentences")
-  model = _BinarySearchModel(embedder, calibration, corpus, sentences,
+  num_lists = ivf_index.check_num_lists(num_lists, rows)
+  index = ivf_probe.IvfBinaryIndex(ivf_index.build(corpus, num_lists), nprobe) if num_lists else BinaryIndex(corpus)
+  model = _BinarySearchModel(embedder, calibration, index, sentences,
                              np.arange(corpus.dim) if dims is None else np.asarray(dims, np.int32))
-  export_lib.save_atomically(model, path, {"serving_default": model.serve_search})  # pylint: disable=protected-access
+  signatures = {"serving_default": model.serve_search}
+  if num_lists:
+    signatures["search_probe"] = model.serve_probe
+  export_lib.save_atomically(model, path, signatures)  # pylint: disable=protected-access
   return path
 
 
-def export_encoder(encoder, calibration, export_dir, version, overwrite, corpus, search, truncate_dim, precisions):
+def export_encoder(encoder, calibration, export_dir, version, overwrite, corpus, search, truncate_dim, precisions,
+                   num_lists=0):
   """SentenceEncoder.export's text and ids models and, for search="binary" with a corpus, binary_search/<version>;
   search/<version> (search="float32") is the encoder's.
 
@@ -228,6 +236,7 @@ def export_encoder(encoder, calibration, export_dir, version, overwrite, corpus,
     search: "float32" or "binary".
     truncate_dim: int or None, the binary search's width (truncate_dim calibrated dimensions, as `encode` cuts them).
     precisions: quantization precisions ("int8", "binary", ...) the text model also returns, one output each.
+    num_lists: int, the binary search's inverted-file lists (`export_binary_search`; 0: the exact scan).
 
   Returns:
     dict: "text", "ids", "info" and (binary) KIND: the paths written.
@@ -241,11 +250,12 @@ def export_encoder(encoder, calibration, export_dir, version, overwrite, corpus,
                                    int8_ranges=encoder.int8_ranges, normalize=encoder.normalize)
   if corpus is not None and search == "binary":
     paths[KIND] = export_encoder_corpus(encoder, calibration, list(corpus), export_dir, truncate_dim, version,
-                                        overwrite)
+                                        overwrite, num_lists)
   return paths
 
 
-def export_encoder_corpus(encoder, calibration, corpus, export_dir, truncate_dim=None, version=1, overwrite=False):
+def export_encoder_corpus(encoder, calibration, corpus, export_dir, truncate_dim=None, version=1, overwrite=False,
+                          num_lists=0):
   """`export_binary_search` for a SentenceEncoder: its corpus encoded BLOCK_ROWS sentences at a time (read from its
   store when it has a cache_dir), calibrated, cut to `truncate_dim` dimensions as its `encode` cuts them (the first,
   or those its calibration's truncation order puts first).
@@ -257,7 +267,7 @@ def export_encoder_corpus(encoder, calibration, corpus, export_dir, truncate_dim
     encoder: bert_flow_tf.SentenceEncoder.
     calibration: what its text model chains (a glow.Glow, an export.Affine, or None).
     corpus: list of M >= 1 str.
-    export_dir, version, overwrite: as `export_binary_search`.
+    export_dir, version, overwrite, num_lists: as `export_binary_search`.
     truncate_dim: int in 1..D, or None (all D).
 
   Returns:
@@ -275,5 +285,5 @@ def export_encoder_corpus(encoder, calibration, corpus, export_dir, truncate_dim
   ranges = encoder.int8_ranges
   ranges = int8_ranges.fit_ranges(v for _, v in blocks()) if ranges is None else ranges[:, dims]
   return export_binary_search(encoder.embedder, calibration, blocks(), len(corpus), ranges, export_dir, version,
-                              overwrite, dims)
+                              overwrite, dims, num_lists)
 

@@ -8,8 +8,8 @@ import pytest
 import tensorflow as tf
 
 import bert_flow_tf
+from bert_flow_tf import code_search
 from bert_flow_tf import quantization
-from bert_flow_tf import quantized_search
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import flow_fitting
 from bert_flow_tf.calibration import truncation
@@ -60,8 +60,8 @@ def test_a_flow_encoders_encode_search_and_binary_export_keep_the_same_dimension
   np.testing.assert_array_equal(enc.encode(SENTENCES, truncate_dim=6, precision="int8"),
                                 quantization.quantize_embeddings(full[:, dims], "int8", ranges=ranges))
   queries = ["a man plays", "the dog"]
-  want = quantized_search.semantic_search(enc.encode(queries)[:, dims], full[:, dims], 3, "binary", candidates=8,
-                                          ranges=ranges)
+  want = code_search.semantic_search(enc.encode(queries)[:, dims], full[:, dims], 3, "binary", candidates=8,
+                                     ranges=ranges)
   enc.truncate_dim = 6
   assert enc.semantic_search(queries, SENTENCES, top_k=3, precision="binary", candidates=8) == want
   enc.truncate_dim = None
