@@ -23,16 +23,13 @@ import json
 import os
 import pathlib
 import statistics
-import subprocess
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 # pylint: disable=wrong-import-position
 from bench import vs_st
-from bench.encode import DATA_DIR
 from bench.encode import REPO
 from bench.encode import stsb_sentences
 
@@ -93,13 +90,7 @@ def main():
   parser.add_argument("--rounds", type=int, default=1)
   parser.add_argument("--backends", default="ours," + ",".join(vs_st.PEERS) + "," + ",".join(LITERT) + "," +
                       ",".join(MEDIAPIPE))
-  parser.add_argument("--python", default=str(REPO / ".venv" / "bin" / "python"))
-  parser.add_argument("--peers_python", default=os.environ.get("ST_PYTHON", "/tmp/stvenv/bin/python"))
-  parser.add_argument("--work_dir", default="/tmp/litert_bench")
-  parser.add_argument("--data_dir", default=DATA_DIR)
-  parser.add_argument("--json", default="", help="also write every run's seconds here (after every round)")
-  parser.add_argument("--report", default="", help="print the tables of an earlier run's --json (its .npy files in "
-                      "--work_dir) instead of running")
+  vs_st.add_run_arguments(parser, "/tmp/litert_bench")
   args = parser.parse_args()
   args.ours, args.ours_python = [("ours", str(REPO))], []
   backends = args.backends.split(",")
@@ -127,22 +118,7 @@ def main():
 
   run = {"times": collections.defaultdict(list), "cpu_times": collections.defaultdict(list),
          "load_before": os.getloadavg(), "rounds": 0, "sizes": sizes}
-  for r in range(args.rounds):
-    for backend in backends:
-      start, used = time.perf_counter(), vs_st._children_cpu()  # pylint: disable=protected-access
-      done = subprocess.run(argv(backend, os.path.join(args.work_dir, f"{backend}.npy")), cwd=str(REPO),
-                            capture_output=True, text=True, check=False)
-      seconds, cpu_seconds = time.perf_counter() - start, vs_st._children_cpu() - used  # pylint: disable=protected-access
-      if done.returncode:
-        sys.exit(f"{backend} failed (exit {done.returncode}): {done.stderr.strip().splitlines()[-3:]}")
-      run["times"][backend].append(seconds)
-      run["cpu_times"][backend].append(cpu_seconds)
-      print(f"round {r + 1} {backend} {seconds:.1f} s, {cpu_seconds:.1f} CPU s, load {os.getloadavg()[0]:.1f}",
-            file=sys.stderr, flush=True)
-    run["rounds"], run["load_after"] = r + 1, os.getloadavg()
-    if args.json:
-      with open(args.json, "w", encoding="utf-8") as f:
-        json.dump(run, f)
+  vs_st.run_rounds(args, backends, lambda backend, out: (argv(backend, out), str(REPO), None), run)
   report(args, sentences, run)
 
 

@@ -121,6 +121,18 @@ def normalized(path):
   return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
+def add_run_arguments(parser, work_dir):
+  """The arguments of a whole-process comparison (this script's, litert.py's): the two Pythons, the folders, the
+  JSON of the seconds, and a report of an earlier run."""
+  parser.add_argument("--python", default=str(REPO / ".venv" / "bin" / "python"), help="our Python")
+  parser.add_argument("--peers_python", default=os.environ.get("ST_PYTHON", "/tmp/stvenv/bin/python"))
+  parser.add_argument("--work_dir", default=work_dir)
+  parser.add_argument("--data_dir", default=DATA_DIR)
+  parser.add_argument("--json", default="", help="also write every run's seconds here (after every round)")
+  parser.add_argument("--report", default="", help="print the tables of an earlier run's --json (its .npy files "
+                      "in --work_dir) instead of running")
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--rounds", type=int, default=2)
@@ -131,15 +143,9 @@ def main():
                       help="LABEL=DIR: a checkout of this repository to time as LABEL (repeatable; default ours=.)")
   parser.add_argument("--env", action="append", default=[],
                       help="LABEL:NAME=VALUE, an environment variable for the runs of --ours LABEL (repeatable)")
-  parser.add_argument("--python", default=str(REPO / ".venv" / "bin" / "python"), help="our Python")
   parser.add_argument("--ours_python", action="append", default=[],
                       help="LABEL=PATH, another Python for the runs of --ours LABEL (e.g. a venv with zentf)")
-  parser.add_argument("--peers_python", default=os.environ.get("ST_PYTHON", "/tmp/stvenv/bin/python"))
-  parser.add_argument("--work_dir", default="/tmp/vs_st")
-  parser.add_argument("--data_dir", default=DATA_DIR)
-  parser.add_argument("--json", default="", help="also write every run's seconds here (after every round)")
-  parser.add_argument("--report", default="", help="print the table of an earlier run's --json (its .npy files "
-                      "in --work_dir) instead of running")
+  add_run_arguments(parser, "/tmp/vs_st")
   args = parser.parse_args()
   args.ours = [tuple(o.split("=", 1)) for o in args.ours] or [("ours", str(REPO))]
   args.ours_python = [tuple(o.split("=", 1)) for o in args.ours_python]
@@ -172,24 +178,39 @@ def main():
     return
   run = {"times": collections.defaultdict(list), "cpu_times": collections.defaultdict(list),
          "load_before": os.getloadavg(), "rounds": 0}
+  def launch(backend, out):
+    argv, cwd = command(backend, args, model, sentence_file, out)
+    return argv, cwd, {**os.environ, **env.get(backend, {})}
+  run_rounds(args, backends, launch, run)
+  report(args, sentences, run)
+
+
+def run_rounds(args, backends, launch, run):
+  """args.rounds alternations of one whole process per backend (this script's, litert.py's), timed into `run`.
+
+  Args:
+    args: the parsed arguments (rounds, work_dir, json).
+    backends: list of str.
+    launch: backend, its .npy path -> (argv, cwd, env or None).
+    run: dict with "times" and "cpu_times" (lists per backend); "rounds" and "load_after" are set. Written to
+      args.json after every round, so that a run cut short keeps the rounds it finished.
+  """
   for r in range(args.rounds):
     for backend in backends:
-      argv, cwd = command(backend, args, model, sentence_file, os.path.join(args.work_dir, f"{backend}.npy"))
+      argv, cwd, env = launch(backend, os.path.join(args.work_dir, f"{backend}.npy"))
       start, used = time.perf_counter(), _children_cpu()
-      done = subprocess.run(argv, cwd=cwd, env={**os.environ, **env.get(backend, {})}, capture_output=True,
-                            text=True, check=False)
+      done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
       seconds, cpu_seconds = time.perf_counter() - start, _children_cpu() - used
       if done.returncode:
-        sys.exit(f"{backend} failed (exit {done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
+        sys.exit(f"{backend} failed (exit {done.returncode}): {done.stderr.strip().splitlines()[-3:]}")
       run["times"][backend].append(seconds)
       run["cpu_times"][backend].append(cpu_seconds)
       print(f"round {r + 1} {backend} {seconds:.1f} s, {cpu_seconds:.1f} CPU s, load {os.getloadavg()[0]:.1f}",
             file=sys.stderr, flush=True)
     run["rounds"], run["load_after"] = r + 1, os.getloadavg()
-    if args.json:   # after every round, so that a run cut short keeps the rounds it finished
+    if args.json:
       with open(args.json, "w", encoding="utf-8") as f:
         json.dump(run, f)
-  report(args, sentences, run)
 
 
 def report(args, sentences, run):
