@@ -19,6 +19,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from bert_flow_tf.calibration import int8_ranges
 from bert_flow_tf.calibration import truncation
 from bert_flow_tf.embedding import settings
 from bert_flow_tf.serving import binary_search
@@ -75,19 +76,6 @@ def latest_version(export_dir, kind="text"):
   return versions[-1]
 
 
-def _ranges_of(value, dim, where):
-  """float32 [2, dim] of export_info.json's "int8_ranges" (None stays None); errors.UserError naming `where`."""
-  if value is None:
-    return None
-  try:
-    ranges = np.asarray(value, np.float32)
-  except (TypeError, ValueError):
-    ranges = None
-  if ranges is None or ranges.shape != (2, dim) or not np.all(np.isfinite(ranges)) or np.any(ranges[1] < ranges[0]):
-    raise errors.UserError(f"'int8_ranges' must be [2, {dim}] finite numbers, highs >= lows", where)
-  return ranges
-
-
 class ExportedEncoder(st_api.StApi):
   """An export loaded for encoding and search.
 
@@ -120,7 +108,8 @@ class ExportedEncoder(st_api.StApi):
       raise errors.UserError(f"'dim' must be an int >= 1, got {self.info.get('dim')!r}", info_path)
     order = self.info.get("truncation_order")
     self.truncation_order = None if order is None else truncation.checked(order, self.dim, info_path)
-    self.int8_ranges = _ranges_of(self.info.get("int8_ranges"), self.dim, info_path)
+    ranges = self.info.get("int8_ranges")
+    self.int8_ranges = None if ranges is None else int8_ranges.checked(ranges, info_path, self.dim)
     self.normalize = self.info.get("normalize", False) is True
     self.text_model = load_text_model(os.path.join(export_dir, "text", str(self.version)))
     search_dir = os.path.join(export_dir, "search", str(self.version))

@@ -116,7 +116,8 @@ def test_truncate_dim_out_of_range_is_one_line_on_every_door(doors, exported, wi
       call()
 
 
-@pytest.mark.parametrize("text", ['{"dim": 16,', '[1, 2]', '{"dim": 16, "int8_ranges": [[1, 2]]}'])
+@pytest.mark.parametrize("text", ['{"dim": 16,', '[1, 2]', '{"dim": 16, "int8_ranges": [[1, 2]]}',
+                                  '{"dim": 2, "int8_ranges": [[1, 2], [3]]}', '{"dim": 1, "int8_ranges": [[2], [1]]}'])
 def test_a_damaged_export_info_is_one_line_naming_the_file(tmp_path, text):
   (tmp_path / "text" / "1").mkdir(parents=True)
   (tmp_path / "export_info.json").write_text(text)

@@ -98,9 +98,21 @@ def load_ranges(folder):
   ranges = io_utils.read_npy(path, "int8 ranges")
   if ranges is None:
     return None
-  if (ranges.dtype != np.float32 or ranges.ndim != 2 or len(ranges) != 2 or not np.all(np.isfinite(ranges)) or
-      not np.all(ranges[1] >= ranges[0])):
-    raise errors.UserError(f"not int8 ranges (want finite float32 [2, D] with highs >= lows), got {ranges.dtype} "
-                           f"{list(ranges.shape)}", path)
-  return ranges
+  if ranges.dtype != np.float32:
+    raise errors.UserError(f"not int8 ranges (want float32), got {ranges.dtype}", path)
+  return checked(ranges, path)
 
+
+def checked(ranges, where, dim=None):
+  """np.float32 [2, D'] of `ranges` (an array or nested lists, e.g. export_info.json's) when they are int8 ranges:
+  finite, highs >= lows, and D' == dim when dim is given; else errors.UserError naming `where`."""
+  try:
+    array = np.asarray(ranges, np.float32)
+  except (TypeError, ValueError):
+    array = None
+  if (array is None or array.ndim != 2 or len(array) != 2 or (dim is not None and array.shape[1] != dim) or
+      not np.all(np.isfinite(array)) or not np.all(array[1] >= array[0])):
+    want = "D" if dim is None else dim
+    got = "not an array" if array is None else list(array.shape)
+    raise errors.UserError(f"not int8 ranges (want finite float32 [2, {want}] with highs >= lows), got {got}", where)
+  return array
