@@ -12,8 +12,16 @@ integers; binary as 1 - 2 hamming / D', the cosine of the +-1 sign vectors). Two
   "int8, call's min/max"  sentence-transformers' default: `encode(..., ranges=)` with the min and max of the test
                          sentences' own returned vectors (what encode did for the preset before)
 
+The flow's fit is not bit-reproducible on CPU (its steps' reductions run in a nondeterministic order), so its
+scores move from fit to fit: `--flow_seeds 1,2,3` fits it once per seed and adds, per fit and over the fits, the
+gap of int8 at k to fp32 at full width (the gap the quantization targets compare), and one cut that is not in the
+product, for comparison with the flow's truncation order (its k dimensions of largest variance):
+
+  "float32, principal axes"  fp32 at k along the top k principal axes of the flow's output over the fit sentences
+                             (an orthogonal rotation, so the full-width cosine is unchanged), as whitening-k cuts
+
 Usage (from the repository root; prints one JSON object, the machine's load in it):
-  python bench/encode_codes.py [--cache_dir /tmp/store] [--methods whitening,flow]
+  python bench/encode_codes.py [--cache_dir /tmp/store] [--methods whitening,flow] [--flow_seeds 1,2,3]
 """
 import json
 import os
@@ -26,6 +34,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 # pylint: disable=wrong-import-position
 from bert_flow_tf import quantization
+from bert_flow_tf import search
 from bert_flow_tf.calibration import int8_ranges
 from bert_flow_tf.data import tasks
 from bert_flow_tf.evaluation import metrics
@@ -58,22 +67,45 @@ def scores(enc, fit_sentences, test, width):
   return {k: round(v, 2) if isinstance(v, float) else v for k, v in out.items()}
 
 
+def principal_axes_score(enc, fit_sentences, test, width):
+  """STS-B test Spearman x100 of the cosine of the calibrated vectors along their top `width` principal axes over
+  the fit sentences (not a product path: see the module notes)."""
+  calibrated = lambda sentences: enc.calibration.transform(enc.encode_raw(list(sentences)))   # [n, D']
+  fitted = calibrated(fit_sentences)
+  _, axes = np.linalg.eigh(np.cov(fitted, rowvar=False))
+  top = axes[:, ::-1][:, :width]                                                                # [D', width]
+  a, b = (search.normalize(calibrated(s) @ top) for s in (test.sentences_a, test.sentences_b))
+  return round(metrics.spearman_x100(np.sum(a * b, axis=1), test.labels), 2)
+
+
 def main():
   parser = data_parser(__doc__)
   parser.add_argument("--methods", default="whitening,flow")
   parser.add_argument("--width", type=int, default=128)
+  parser.add_argument("--flow_seeds", default="", help="comma list: fit the flow once per seed (default: once, "
+                      "with FlowFitConfig's seed)")
   args = parser.parse_args()
   load_before = os.getloadavg()
   fit_sentences = task_sentences(args.data_dir, ("sts-b",))
   test = tasks.load_task("sts-b", args.data_dir).test[0]
   enc = SentenceEncoder.from_pretrained("all-minilm-l6-v2", pooling="last-avg", max_seq_length=64,
                                         cache_dir=args.cache_dir)
-  results = {}
+  results, gaps = {}, []
   for method in args.methods.split(","):
-    enc.fit(fit_sentences, method=method)
-    results[method] = {"full": scores(enc, fit_sentences, test, None),
+    seeds = [int(seed) for seed in args.flow_seeds.split(",")] if method == "flow" and args.flow_seeds else [None]
+    for seed in seeds:
+      name = method if seed is None else f"{method} seed={seed}"
+      enc.fit(fit_sentences, method=method, seed=seed)
+      results[name] = {"full": scores(enc, fit_sentences, test, None),
                        f"k={args.width}": scores(enc, fit_sentences, test, args.width)}
-    print(json.dumps({method: results[method]}), file=sys.stderr, flush=True)
+      if seed is not None:
+        gaps.append(round(results[name][f"k={args.width}"]["int8"] - results[name]["full"]["float32"], 2))
+        results[name][f"k={args.width}"]["float32, principal axes"] = principal_axes_score(enc, fit_sentences, test,
+                                                                                         args.width)
+      print(json.dumps({name: results[name]}), file=sys.stderr, flush=True)
+  if gaps:
+    results[f"flow: int8 at k={args.width} minus fp32 at full width, per seed"] = {
+        "gaps": gaps, "mean": round(float(np.mean(gaps)), 2), "min": min(gaps), "max": max(gaps)}
   print(json.dumps({"model": "all-minilm-l6-v2", "pooling": "last-avg", "max_seq_length": 64,
                     "fit_sentences": len(fit_sentences), "stsb_test_pairs": len(test.labels), "results": results,
                     "loadavg": [load_before, os.getloadavg()], "cpus": os.cpu_count()}, indent=1))
