@@ -14,11 +14,10 @@ integers; binary as 1 - 2 hamming / D', the cosine of the +-1 sign vectors). Two
 
 The flow's fit is not bit-reproducible on CPU (its steps' reductions run in a nondeterministic order), so its
 scores move from fit to fit: `--flow_seeds 1,2,3` fits it once per seed and adds, per fit and over the fits, the
-gap of int8 at k to fp32 at full width (the gap the quantization targets compare), and one cut that is not in the
-product, for comparison with the flow's truncation order (its k dimensions of largest variance):
-
-  "float32, principal axes"  fp32 at k along the top k principal axes of the flow's output over the fit sentences
-                             (an orthogonal rotation, so the full-width cosine is unchanged), as whitening-k cuts
+gap of int8 at k to fp32 at full width (the gap the quantization targets compare), and, for comparison with the
+flow's truncation order (its k dimensions of largest variance), the flow's output turned to its principal axes over
+the fit sentences (an orthogonal rotation: the full-width fp32 cosine is unchanged), not in the product: fp32 and
+int8 (ranges fitted on the turned fit vectors) at full width and along the top k axes, as whitening-k cuts.
 
 Usage (from the repository root; prints one JSON object, the machine's load in it):
   python bench/encode_codes.py [--cache_dir /tmp/store] [--methods whitening,flow] [--flow_seeds 1,2,3]
@@ -34,7 +33,6 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 # pylint: disable=wrong-import-position
 from bert_flow_tf import quantization
-from bert_flow_tf import search
 from bert_flow_tf.calibration import int8_ranges
 from bert_flow_tf.data import tasks
 from bert_flow_tf.evaluation import metrics
@@ -67,15 +65,23 @@ def scores(enc, fit_sentences, test, width):
   return {k: round(v, 2) if isinstance(v, float) else v for k, v in out.items()}
 
 
-def principal_axes_score(enc, fit_sentences, test, width):
-  """STS-B test Spearman x100 of the cosine of the calibrated vectors along their top `width` principal axes over
-  the fit sentences (not a product path: see the module notes)."""
+def principal_axes_scores(enc, fit_sentences, test, width):
+  """{column: STS-B test Spearman x100} of the calibrated vectors turned to their principal axes over the fit
+  sentences (not a product path: see the module notes): fp32 and int8 at full width and along the top `width`
+  axes; int8 with the gaussian rule's ranges fitted on the turned fit vectors (`int8_ranges.fit_ranges`)."""
   calibrated = lambda sentences: enc.calibration.transform(enc.encode_raw(list(sentences)))   # [n, D']
   fitted = calibrated(fit_sentences)
   _, axes = np.linalg.eigh(np.cov(fitted, rowvar=False))
-  top = axes[:, ::-1][:, :width]                                                                # [D', width]
-  a, b = (search.normalize(calibrated(s) @ top) for s in (test.sentences_a, test.sentences_b))
-  return round(metrics.spearman_x100(np.sum(a * b, axis=1), test.labels), 2)
+  axes = axes[:, ::-1]                                                                          # [D', D']
+  a, b = calibrated(test.sentences_a) @ axes, calibrated(test.sentences_b) @ axes
+  out = {}
+  for label, cut in (("full", slice(None)), (f"k={width}", slice(0, width))):
+    ranges = int8_ranges.fit_ranges((fitted @ axes)[:, cut])
+    for precision in ("float32", "int8"):
+      out[f"{precision} along principal axes, {label}"] = round(metrics.spearman_x100(pair_score(
+          *(quantization.quantize_embeddings(v[:, cut], precision, ranges=ranges) for v in (a, b)), precision),
+          test.labels), 2)
+  return out
 
 
 def main():
@@ -100,8 +106,8 @@ def main():
                        f"k={args.width}": scores(enc, fit_sentences, test, args.width)}
       if seed is not None:
         gaps.append(round(results[name][f"k={args.width}"]["int8"] - results[name]["full"]["float32"], 2))
-        results[name][f"k={args.width}"]["float32, principal axes"] = principal_axes_score(enc, fit_sentences, test,
-                                                                                         args.width)
+        results[name]["principal axes (not in the product)"] = principal_axes_scores(enc, fit_sentences, test,
+                                                                                    args.width)
       print(json.dumps({name: results[name]}), file=sys.stderr, flush=True)
   if gaps:
     results[f"flow: int8 at k={args.width} minus fp32 at full width, per seed"] = {
