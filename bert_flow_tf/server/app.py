@@ -117,7 +117,8 @@ def create_app(served, batcher, metrics, limits):
   async def embeddings(request: fastapi.Request):
     async def handle(body):
       asked = protocol.read_embeddings(body, served, limits)
-      vectors, tokens = await queued(batcher.submit, asked.texts)
+      now = batcher.run_now(asked.texts)  # the model idle: on this thread, no hand-offs
+      vectors, tokens = now if now is not None else await queued(batcher.submit, asked.texts)
       rows = served.request_output(vectors, asked.precision, asked.dimensions)
       protocol.check_float_rows(rows)
       return protocol.embeddings_body(rows, asked.encoding_format, served.name, int(tokens.sum())), len(asked.texts)

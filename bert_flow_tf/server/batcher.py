@@ -3,12 +3,16 @@
 Requests wait in a bounded queue (`max_queue_sentences`: one over that is refused with QueueFull, the server's
 429). The worker takes the waiting requests whole, oldest first, up to `max_batch_sentences` sentences (a larger
 request is taken alone); with `wait_s` > 0 it first waits up to that long for more to arrive. Under load the queue
-fills while a batch runs, so batches grow with the load without any wait; at one client a request runs at once.
+fills while a batch runs, so batches grow with the load without any wait. A request that finds nothing running or
+waiting (with `wait_s` 0) runs at once on the caller's thread instead (`run_now`: the server's event loop, for one
+model call at most), sparing it the hand-offs to the worker and back.
+
 A batch that fits one model call whatever its sentences' lengths (n <= `max_batch_sentences` and n x max_seq_length
 <= `max_batch_tokens`: every batch at the defaults) runs in one TensorFlow call that also counts its tokens; a larger
 one is counted first, sorted by length and run in model calls of at most `max_batch_sentences` sentences and
-`max_batch_tokens` padded tokens (sentences x the longest's tokens). Each request then gets its rows. Other work for the model (a search) is queued as a call and runs alone,
-in turn, on the same thread: TensorFlow's calls never compete for the cores.
+`max_batch_tokens` padded tokens (sentences x the longest's tokens). Each request then gets its rows. Other work
+for the model (a search) is queued as a call and runs alone, in turn, on the worker: one model call runs at a time,
+so TensorFlow's calls never compete for the cores.
 
 `stop` lets the worker finish everything queued, then ends it: what was accepted is answered.
 
@@ -62,6 +66,7 @@ class Batcher:
     self._queued = 0  # sentences in _queue
     self._cond = threading.Condition()
     self._stopping = False
+    self._busy = False  # a batch or a call is running (on the worker, or in `run_now`)
     self._thread = threading.Thread(target=self._work, name="batcher", daemon=True)
     self._sentences_per_s = 100.  # a running estimate, for Retry-After
 
@@ -79,6 +84,23 @@ class Batcher:
     """Queues a request's sentences; done((calibrated vectors float32 [n, D], tokens int64 [n]), error) is called
     on the worker thread. Raises QueueFull."""
     self._put(_Item(list(texts), None, done))
+
+  def run_now(self, texts):
+    """A request's (vectors, tokens), as `submit` answers it, computed on the calling thread when batches wait for
+    no one (wait_s 0), nothing runs or waits and its sentences fit one model call; else None (then `submit` them).
+    A request that would run alone anyway is spared the two hand-offs between threads; the caller waits for one
+    model call at most."""
+    with self._cond:
+      if (self.wait_s > 0 or self._busy or self._queue or self._stopping or
+          not self._fits_one_call(len(texts))):
+        return None
+      self._busy = True
+    try:
+      return self._run([list(texts)])[0]
+    finally:
+      with self._cond:
+        self._busy = False
+        self._cond.notify()
 
   def submit_call(self, fn, done):
     """Queues fn() to run alone on the worker; done(result, error) is called on the worker thread."""
@@ -98,10 +120,11 @@ class Batcher:
   def _take(self):
     """The next items to run together (a call alone), or [] once stopped with nothing queued."""
     with self._cond:
-      while not self._queue and not self._stopping:
+      while (not self._queue or self._busy) and not self._stopping:
         self._cond.wait()
       if not self._queue:
         return []
+      self._busy = True
       items = [self._queue.popleft()]
       if items[0].fn is None:
         deadline = time.monotonic() + self.wait_s
@@ -128,20 +151,27 @@ class Batcher:
         return
       try:
         if items[0].fn is not None:
-          result = items[0].fn()
-          items[0].done(result, None)
-          continue
-        for item, result in zip(items, self._run([item.texts for item in items])):
-          item.done(result, None)
+          results = [items[0].fn()]
+        else:
+          results = self._run([item.texts for item in items])
       except Exception as e:  # pylint: disable=broad-except  the requests get a 500; the worker goes on
         logging.exception("the model failed on a batch of %d requests", len(items))
-        for item in items:
-          item.done(None, e)
+        results, error = [None] * len(items), e
+      else:
+        error = None
+      with self._cond:
+        self._busy = False
+      for item, result in zip(items, results):
+        item.done(result, error)
+
+  def _fits_one_call(self, n):
+    """Whether n sentences fit one model call whatever their lengths."""
+    return n <= self.max_batch_sentences and n * self.model.max_seq_length <= self.max_batch_tokens
 
   def _run(self, requests):
     """Lists of sentences -> per list (float32 [n_i, D] calibrated vectors, int64 [n_i] tokens)."""
     texts = [text for request in requests for text in request]
-    if len(texts) <= self.max_batch_sentences and len(texts) * self.model.max_seq_length <= self.max_batch_tokens:
+    if self._fits_one_call(len(texts)):
       began = time.monotonic()
       vectors, tokens = self.model.embed_counted(texts)       # fits one model call whatever the sentences' lengths
       self._observe(len(texts), time.monotonic() - began)
