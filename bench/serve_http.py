@@ -12,7 +12,7 @@ order), each request the next ones in turn.
 
 Our per-request overhead at one client: the p50 of one-sentence requests over HTTP minus the p50 of
 `ExportedEncoder.encode` of the same sentences one at a time in this process (the model call the server makes),
-the two taken in turn in blocks of 40 requests (6 blocks each), before Infinity starts.
+the two taken in turn in blocks of 40 requests (10 blocks each), before Infinity starts.
 
 Usage (from the repository root; the Infinity venv: bench/README.md):
   python bench/serve_http.py --infinity_python /tmp/infvenv/bin/python [--rounds 2] [--requests_scale 1]
@@ -153,7 +153,7 @@ class Served:
     return rss
 
 
-def one_client_overhead(export_dir, served, sentences, blocks=6, block=40):
+def one_client_overhead(export_dir, served, sentences, blocks=10, block=40):
   """p50 (ms) of one-sentence requests to our server and of ExportedEncoder.encode of the same sentences in this
   process, taken in turn in blocks of `block` (after one untimed block of each): TensorFlow's threads keep a core
   busy for a while after each call, so alternating call by call would charge each side with the other's."""

@@ -18,6 +18,7 @@ import time
 import fastapi
 from absl import logging
 from fastapi import responses
+from starlette import background
 from starlette import exceptions as starlette_exceptions
 
 from bert_flow_tf.server import batcher as batcher_lib
@@ -53,7 +54,7 @@ def create_app(served, batcher, metrics, limits):
   Returns:
     fastapi.FastAPI.
   """
-  state = {"ready": False}
+  state = {"ready": False, "in_flight": 0}  # in_flight: requests between their arrival and their answer
   created = int(time.time())
 
   async def queued(submit, *args):
@@ -64,6 +65,13 @@ def create_app(served, batcher, metrics, limits):
       raise protocol.ApiError(429, f"the server is busy: {e} (--max_queue_sentences)",
                               headers={"Retry-After": str(e.retry_after)}) from None
     return await future
+
+  async def embedded(texts):
+    """(vectors, tokens) of one request's texts: on this thread when it is the only request in flight and the model
+    is idle (`Batcher.run_now`: no hand-offs), else through the queue, batched with the others."""
+    await asyncio.sleep(0)  # lets the requests that arrived with this one start first, so that they count
+    now = batcher.run_now(texts) if state["in_flight"] == 1 else None
+    return now if now is not None else await queued(batcher.submit, texts)
 
   async def warm_up():
     began = time.monotonic()
@@ -93,6 +101,7 @@ def create_app(served, batcher, metrics, limits):
     """Runs handle(body) -> (bytes, n inputs) with the access log, the metrics and the error shape."""
     began = time.monotonic()
     inputs, headers = 0, None
+    state["in_flight"] += 1
     try:
       body = await limits_lib.read_body(request, limits.max_body_bytes)
       content, inputs = await handle(body)
@@ -103,22 +112,27 @@ def create_app(served, batcher, metrics, limits):
       logging.exception("%s failed", endpoint)
       error = protocol.ApiError(500, "internal error (the server's log has the details)")
       status, content = error.status, error.body()
+    finally:
+      state["in_flight"] -= 1
     seconds = time.monotonic() - began
     metrics.requests.labels(endpoint, str(status)).inc()
     metrics.latency.labels(endpoint).observe(seconds)
     if status == 200:
       metrics.inputs.labels(endpoint).inc(inputs)
     client = request.client
-    logging.info("%s %s %d %d inputs %.1f ms", f"{client.host}:{client.port}" if client else "-", endpoint, status,
-                 inputs, seconds * 1e3)
-    return responses.Response(content, status, headers=headers, media_type=_JSON)
+
+    async def access_log():  # once the answer is sent: the log line's write is off the request's latency
+      logging.info("%s %s %d %d inputs %.1f ms", f"{client.host}:{client.port}" if client else "-", endpoint, status,
+                   inputs, seconds * 1e3)
+
+    return responses.Response(content, status, headers=headers, media_type=_JSON,
+                              background=background.BackgroundTask(access_log))
 
   @app.post("/v1/embeddings")
   async def embeddings(request: fastapi.Request):
     async def handle(body):
       asked = protocol.read_embeddings(body, served, limits)
-      now = batcher.run_now(asked.texts)  # the model idle: on this thread, no hand-offs
-      vectors, tokens = now if now is not None else await queued(batcher.submit, asked.texts)
+      vectors, tokens = await embedded(asked.texts)
       rows = served.request_output(vectors, asked.precision, asked.dimensions)
       protocol.check_float_rows(rows)
       return protocol.embeddings_body(rows, asked.encoding_format, served.name, int(tokens.sum())), len(asked.texts)
