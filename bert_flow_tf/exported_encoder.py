@@ -19,15 +19,15 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from bert_flow_tf.calibration import int8_ranges
-from bert_flow_tf.calibration import truncation
-from bert_flow_tf.embedding import settings
-from bert_flow_tf.serving import binary_search
-from bert_flow_tf.serving import export
-from bert_flow_tf import ivf_index
-from bert_flow_tf import quantized_search
 from bert_flow_tf import search
 from bert_flow_tf import st_api
+from bert_flow_tf.embedding import settings
+from bert_flow_tf.quantization import binary_search_model
+from bert_flow_tf.quantization import hamming_search
+from bert_flow_tf.quantization import int8_ranges
+from bert_flow_tf.quantization import ivf_index
+from bert_flow_tf.quantization import truncation
+from bert_flow_tf.serving import export
 from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 
@@ -88,14 +88,14 @@ class ExportedEncoder(st_api.StApi):
   Attributes:
     info: dict, export_info.json (model, pooling, max_seq_length, flow, dim).
     truncation_order: int32 [D] or None, the dimensions `truncate_dim` keeps first (the calibration's, recorded
-      in export_info.json; `calibration.truncation`).
+      in export_info.json; `quantization.truncation`).
     int8_ranges: float32 [2, D] or None, the calibration's int8 ranges (recorded there): `encode`'s codes are the
       encoder's, and the text model's `embeddings_int8` (`sentence_codes`).
     normalize: bool, the model ends with a Normalize (recorded there): `encode` returns unit-length vectors as
       SentenceEncoder.encode does; the text model returns the calibrated vectors.
     text_model: the loaded text SavedModel.
     search_model: the loaded search SavedModel, or None when the export has no corpus.
-    binary_search_model: the loaded binary search SavedModel (serving.binary_search), or None.
+    binary_search_model: the loaded binary search SavedModel (quantization.binary_search_model), or None.
   """
 
   def __init__(self, export_dir, version=None, batch_size=settings.BATCH_SENTENCES):
@@ -114,7 +114,7 @@ class ExportedEncoder(st_api.StApi):
     self.text_model = load_text_model(os.path.join(export_dir, "text", str(self.version)))
     search_dir = os.path.join(export_dir, "search", str(self.version))
     self.search_model = tf.saved_model.load(search_dir) if os.path.isdir(search_dir) else None
-    binary_dir = os.path.join(export_dir, binary_search.KIND, str(self.version))
+    binary_dir = os.path.join(export_dir, binary_search_model.KIND, str(self.version))
     self.binary_search_model = tf.saved_model.load(binary_dir) if os.path.isdir(binary_dir) else None
 
   @property
@@ -141,7 +141,7 @@ class ExportedEncoder(st_api.StApi):
       queries: str or list of n str.
       k: int >= 1.
       precision: "float32" or "binary".
-      candidates: int >= k or None (`quantized_search.candidates_for`), the Hamming-nearest rescored (binary).
+      candidates: int >= k or None (`hamming_search.candidates_for`), the Hamming-nearest rescored (binary).
       nprobe: int >= 1, the lists of an inverted-file index probed (binary, its "search_probe" signature); None:
         the export's default.
 
@@ -149,7 +149,7 @@ class ExportedEncoder(st_api.StApi):
       list of n lists of {"corpus_id": int, "score": float, "sentence": str}, best first.
     """
     search.check_top_k(k, "k")
-    quantized_search.check_search_precision(precision)
+    hamming_search.check_search_precision(precision)
     model = self.search_model if precision == "float32" else self.binary_search_model
     if model is None:
       how = "corpus=..." if precision == "float32" else 'corpus=..., search="binary"'
@@ -159,7 +159,7 @@ class ExportedEncoder(st_api.StApi):
     inputs = {"queries": tf.constant(queries, tf.string), "k": tf.constant(k, tf.int32)}
     signature = "serving_default"
     if precision == "binary":
-      inputs["candidates"] = tf.constant(quantized_search.candidates_for(k, candidates), tf.int32)
+      inputs["candidates"] = tf.constant(hamming_search.candidates_for(k, candidates), tf.int32)
     if nprobe is not None:
       if precision != "binary" or "search_probe" not in model.signatures:
         raise ValueError("nprobe needs a binary search export with an inverted-file index (num_lists >= 1); this "

@@ -22,7 +22,6 @@ import tensorflow as tf
 
 from bert_flow_tf import encoder_folder
 from bert_flow_tf import loaders
-from bert_flow_tf import code_search
 from bert_flow_tf import st_api
 from bert_flow_tf import st_habits
 from bert_flow_tf.calibration import calibrator
@@ -36,7 +35,8 @@ from bert_flow_tf.loaders import presets
 from bert_flow_tf.loaders import st_folder
 from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
-from bert_flow_tf.serving import binary_search
+from bert_flow_tf.quantization import binary_search_model
+from bert_flow_tf.quantization import code_search
 from bert_flow_tf.serving import export as export_lib
 from bert_flow_tf.serving import litert as litert_export
 from bert_flow_tf.serving import search_model
@@ -126,7 +126,7 @@ class SentenceEncoder(st_api.StApi, st_habits.StHabits, encoder_folder.EncoderFi
       cache_dir: str or None, see the class.
       prompts: dict name -> str or None (the folder's); default_prompt_name: str or None.
       truncate_dim: int or None, `encode` keeps truncate_dim dimensions after the calibration (the first; a flow's:
-        those of largest variance on its fit sentences, `calibration.truncation`).
+        those of largest variance on its fit sentences, `quantization.truncation`).
       similarity_fn_name: "cosine" (default), "dot", "euclidean" or "manhattan".
       **load_kwargs: to loaders.load_model (do_lower_case, vocab_file, ...); device=, trust_remote_code=: st_habits.
 
@@ -139,7 +139,7 @@ class SentenceEncoder(st_api.StApi, st_habits.StHabits, encoder_folder.EncoderFi
 
   @property
   def truncation_order(self):
-    """int32 [D] or None: the dimensions `truncate_dim` keeps first (its calibration's; `calibration.truncation`)."""
+    """int32 [D] or None: the dimensions `truncate_dim` keeps first (its calibration's; `quantization.truncation`)."""
     return None if self.calibration is None else self.calibration.truncation_order
 
   @property
@@ -281,7 +281,8 @@ class SentenceEncoder(st_api.StApi, st_habits.StHabits, encoder_folder.EncoderFi
       version: int >= 1, TF Serving's version directory.
       overwrite: bool, replace existing versions (SavedModels only; see serving/export.py).
       corpus: None, a list of str, or the path of a UTF-8 file with one sentence per line.
-      search, truncate_dim, precisions, num_lists: see serving.binary_search.export_encoder (docs/quantization.md).
+      search, truncate_dim, precisions, num_lists: see quantization.binary_search_model.export_encoder
+        (docs/quantization.md).
       litert: bool, also litert/model.tflite and model_int8.tflite: `encode`'s vectors (serving/litert.py).
 
     Returns:
@@ -293,8 +294,8 @@ class SentenceEncoder(st_api.StApi, st_habits.StHabits, encoder_folder.EncoderFi
     if isinstance(corpus, (str, os.PathLike)):
       corpus = io_utils.read_lines(os.fspath(corpus))
     in_graph = export_lib.in_graph(self.calibration)
-    paths = binary_search.export_encoder(self, in_graph, export_dir, version, overwrite, corpus, search, truncate_dim,
-                                         precisions, num_lists)
+    paths = binary_search_model.export_encoder(self, in_graph, export_dir, version, overwrite, corpus, search,
+                                               truncate_dim, precisions, num_lists)
     if corpus is not None and search == "float32":
       corpus = list(corpus)
       paths["search"] = search_model.export_search_model(self.embedder, in_graph, self._embed(corpus), corpus,

@@ -13,7 +13,7 @@ Normalize (`normalize`) -> truncate_dim dimensions -> unit length (normalize_emb
 contract of `sentence_codes` (the codes of a class with int8 ranges are taken from its calibrated vectors, so they
 depend on the sentence alone). The calibration (a flow, whitening) comes before all of them: truncate_dim cuts the
 calibrated vector, keeping its first truncate_dim dimensions, or for a calibration with a truncation order (a flow)
-those it orders first (`calibration.truncation`).
+those it orders first (`quantization.truncation`).
 
 Legend: n = sentences, D = width, S_i = the tokens of sentence i.
 """
@@ -23,10 +23,10 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_flow_tf import quantization
 from bert_flow_tf import search
-from bert_flow_tf import sentence_codes
 from bert_flow_tf import similarity as similarity_lib
+from bert_flow_tf.quantization import sentence_codes
+from bert_flow_tf.quantization import st_layouts
 from bert_flow_tf.utils import progress
 
 OUTPUT_VALUES = ("sentence_embedding", "token_embeddings", None)
@@ -80,7 +80,7 @@ class StApi:
   """sentence-transformers' calls over the hooks of the module notes.
 
   Attributes the class may set: prompts (dict name -> str), default_prompt_name (str or None), truncate_dim (int or
-  None), truncation_order (int32 [D] or None: the dimensions truncate_dim keeps first, `calibration.truncation`),
+  None), truncation_order (int32 [D] or None: the dimensions truncate_dim keeps first, `quantization.truncation`),
   int8_ranges (float32 [2, D] or None: the calibration's, `calibration.int8_ranges`), normalize (bool: the model ends with a Normalize), similarity_fn_name ("cosine" (default), "dot",
   "euclidean" or "manhattan"; bert_flow_tf.similarity).
   """
@@ -197,7 +197,7 @@ class StApi:
       device: None (the object's `default_device`), or one device ("cpu", "gpu:0", "/GPU:0") to run on.
       normalize_embeddings: bool, unit length after truncate_dim.
       truncate_dim: int or None (the object's truncate_dim): keep truncate_dim dimensions (the first, or a flow's
-        of largest variance: `calibration.truncation`).
+        of largest variance: `quantization.truncation`).
       pool, chunk_size: multi-process encoding; only None is accepted.
       ranges: float [2, D'] or None, int8/uint8 ranges of the returned vectors (quantize_embeddings'; wins over
         the calibration's); calibration_embeddings: float [m, D'] or None, vectors to take them from.
@@ -213,7 +213,7 @@ class StApi:
     if pool is not None or chunk_size is not None:
       raise ValueError("multi-process encoding (pool, chunk_size) is not supported: encode runs one "
                        "tf.distribute strategy (from_pretrained's model and strategy)")
-    quantization.check_precision(precision)
+    st_layouts.check_precision(precision)
     progress.check_show(show_progress_bar)
     if output_value not in OUTPUT_VALUES:
       raise ValueError(f"output_value {output_value!r} is not one of {OUTPUT_VALUES}")

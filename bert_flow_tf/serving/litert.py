@@ -32,7 +32,7 @@ import types
 import tensorflow as tf
 
 from bert_flow_tf import search
-from bert_flow_tf.calibration import truncation
+from bert_flow_tf.quantization import truncation
 from bert_flow_tf.serving import export as export_lib
 from bert_flow_tf.utils import io_utils
 
@@ -134,7 +134,7 @@ def export_litert(embedder, calibration, export_dir, normalize=False, dims=None,
     calibration: a glow.Glow, an export.Affine or None (as export.export_models).
     export_dir: str.
     normalize: bool, unit length after the calibration (the model's Normalize).
-    dims: int [D'] or None, the calibrated dimensions kept, in order (calibration.truncation.kept_indices).
+    dims: int [D'] or None, the calibrated dimensions kept, in order (quantization.truncation.kept_indices).
     overwrite: bool, replace an existing litert/ (only if it holds nothing but these files); otherwise it is an
       error.
 

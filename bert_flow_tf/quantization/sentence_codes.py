@@ -6,7 +6,7 @@ calibrated vector c of a sentence (float32 [D']: the calibration's output; witho
 
   vector = c -> unit length (the model ends with a Normalize) -> keep truncate_dim dimensions (`truncation.kept`)
              -> unit length (normalize_embeddings)
-  codes  = quantization.quantize_embeddings(c[:, kept], precision, ranges[:, kept])   (a calibration's int8 ranges)
+  codes  = st_layouts.quantize_embeddings(c[:, kept], precision, ranges[:, kept])   (a calibration's int8 ranges)
 
 The codes are taken where the int8 ranges were fitted (`calibration.int8_ranges`: on c over the fit sentences),
 before either unit-length step. Those steps only scale a row: the codes point where the vector points (the cosine
@@ -24,9 +24,9 @@ Legend: n = sentences, D' = the calibrated width, k = the kept dimensions.
 import numpy as np
 from absl import logging
 
-from bert_flow_tf import quantization
 from bert_flow_tf import search
-from bert_flow_tf.calibration import truncation
+from bert_flow_tf.quantization import st_layouts
+from bert_flow_tf.quantization import truncation
 
 _warned_own_ranges = []  # holds True once the call's-own-ranges warning was logged in this process
 
@@ -38,7 +38,7 @@ def vectors(calibrated, model_normalize, truncate_dim, order, normalize_embeddin
     calibrated: float32 [n, D'], the calibrated vectors c.
     model_normalize: bool, unit length first (the model ends with a Normalize).
     truncate_dim: int in 1..D' or None (all).
-    order: int32 [D'] or None, the calibration's truncation order (`calibration.truncation`).
+    order: int32 [D'] or None, the calibration's truncation order (`quantization.truncation`).
     normalize_embeddings: bool, unit length after the cut.
 
   Returns:
@@ -63,7 +63,7 @@ def codes(calibrated, returned, precision, truncate_dim, order, fitted_ranges, r
   Args:
     calibrated: float32 [n, D'], the calibrated vectors c.
     returned: float32 [n, k], `vectors(calibrated, ...)`: what the float32 door returns.
-    precision: one of quantization.PRECISIONS.
+    precision: one of st_layouts.PRECISIONS.
     truncate_dim, order: as `vectors`.
     fitted_ranges: float32 [2, D'] or None, the calibration's int8 ranges.
     ranges, calibration_embeddings: sentence-transformers' arguments, over the returned vectors (they win over
@@ -72,20 +72,20 @@ def codes(calibrated, returned, precision, truncate_dim, order, fitted_ranges, r
   Returns:
     np.ndarray [n, k] (float32, int8, uint8) or [n, ceil(k / 8)] (binary, ubinary).
   """
-  quantization.check_precision(precision)
+  st_layouts.check_precision(precision)
   if precision == "float32":
     return returned
   given = ranges is not None or calibration_embeddings is not None
   if fitted_ranges is not None and not given:
     kept = truncation.kept(order, truncate_dim, calibrated.shape[1])
-    return quantization.quantize_embeddings(calibrated[:, kept], precision,
-                                            ranges=kept_ranges(fitted_ranges, order, truncate_dim))
+    return st_layouts.quantize_embeddings(calibrated[:, kept], precision,
+                                          ranges=kept_ranges(fitted_ranges, order, truncate_dim))
   if precision in ("int8", "uint8") and not given:
     if len(returned) and not _warned_own_ranges:
       _warned_own_ranges.append(True)
       logging.warning("%s codes from the min and max of each call's own vectors (no calibration ranges): a "
                       "sentence's codes depend on what else is in the call; fit a calibration or pass ranges= (said "
                       "once per process)", precision)
-    ranges = quantization.min_max(returned) if len(returned) else np.zeros([2, returned.shape[1]], np.float32)
-  return quantization.quantize_embeddings(returned, precision, ranges=ranges,
-                                          calibration_embeddings=calibration_embeddings)
+    ranges = st_layouts.min_max(returned) if len(returned) else np.zeros([2, returned.shape[1]], np.float32)
+  return st_layouts.quantize_embeddings(returned, precision, ranges=ranges,
+                                        calibration_embeddings=calibration_embeddings)
