@@ -26,6 +26,7 @@ from bert_flow_tf.quantization import binary_search_model
 from bert_flow_tf.quantization import hamming_search
 from bert_flow_tf.quantization import int8_ranges
 from bert_flow_tf.quantization import ivf_index
+from bert_flow_tf.quantization import sentence_codes
 from bert_flow_tf.quantization import truncation
 from bert_flow_tf.serving import export
 from bert_flow_tf.utils import errors
@@ -76,6 +77,27 @@ def latest_version(export_dir, kind="text"):
   return versions[-1]
 
 
+class SavedModelEmbedder:
+  """An export's `calibrated_embedder` (st_api): sentences -> the calibrated vectors its text SavedModel returns.
+
+  Args:
+    text_model: the loaded text SavedModel.
+    dim: int D, its width; max_seq_length: int (export_info.json's).
+    batch_size: int, sentences per call unless a call names one (read and set).
+  """
+
+  def __init__(self, text_model, dim, max_seq_length, batch_size):
+    self.text_model, self.dim, self.max_seq_length, self.batch_size = text_model, dim, max_seq_length, batch_size
+
+  def embed(self, texts, batch_size=None, show_progress_bar=None):
+    """np.float32 [n, D] of a list of n str through the text model (no progress line)."""
+    del show_progress_bar  # unused
+    return encode_with_saved_model(self.text_model, texts, batch_size or self.batch_size)
+
+  def token_outputs(self, texts, batch_size=None):
+    raise ValueError("an export serves sentence vectors only: output_value must be 'sentence_embedding'")
+
+
 class ExportedEncoder(st_api.StApi):
   """An export loaded for encoding and search.
 
@@ -86,6 +108,7 @@ class ExportedEncoder(st_api.StApi):
     batch_size: int, sentences per call of the text model unless `encode` is given one.
 
   Attributes:
+    calibrated_embedder (a SavedModelEmbedder), sentence_codes: its parts (st_api.StApi).
     info: dict, export_info.json (model, pooling, max_seq_length, flow, dim).
     truncation_order: int32 [D] or None, the dimensions `truncate_dim` keeps first (the calibration's, recorded
       in export_info.json; `quantization.truncation`).
@@ -99,39 +122,37 @@ class ExportedEncoder(st_api.StApi):
   """
 
   def __init__(self, export_dir, version=None, batch_size=settings.BATCH_SENTENCES):
-    self.batch_size = batch_size
     self.version = latest_version(export_dir) if version is None else version
     info_path = os.path.join(export_dir, export.INFO_FILE)
     self.info = io_utils.read_json_object(info_path, "no export_info.json: not an export (SentenceEncoder.export, "
                                           "run_flow.py --export_dir)")
     if not isinstance(self.info.get("dim"), int) or isinstance(self.info.get("dim"), bool) or self.info["dim"] < 1:
       raise errors.UserError(f"'dim' must be an int >= 1, got {self.info.get('dim')!r}", info_path)
-    order = self.info.get("truncation_order")
-    self.truncation_order = None if order is None else truncation.checked(order, self.dim, info_path)
-    ranges = self.info.get("int8_ranges")
-    self.int8_ranges = None if ranges is None else int8_ranges.checked(ranges, info_path, self.dim)
-    self.normalize = self.info.get("normalize", False) is True
-    self.text_model = load_text_model(os.path.join(export_dir, "text", str(self.version)))
+    dim, order, ranges = self.info["dim"], self.info.get("truncation_order"), self.info.get("int8_ranges")
+    codes = sentence_codes.SentenceCodes(
+        self.info.get("normalize", False) is True, None,
+        None if order is None else truncation.checked(order, dim, info_path),
+        None if ranges is None else int8_ranges.checked(ranges, info_path, dim))
+    text_model = load_text_model(os.path.join(export_dir, "text", str(self.version)))
+    super().__init__(SavedModelEmbedder(text_model, dim, self.info.get("max_seq_length"), batch_size), codes)
     search_dir = os.path.join(export_dir, "search", str(self.version))
     self.search_model = tf.saved_model.load(search_dir) if os.path.isdir(search_dir) else None
     binary_dir = os.path.join(export_dir, binary_search_model.KIND, str(self.version))
     self.binary_search_model = tf.saved_model.load(binary_dir) if os.path.isdir(binary_dir) else None
 
   @property
-  def dim(self):
-    return self.info["dim"]
+  def text_model(self):
+    """The loaded text SavedModel."""
+    return self.calibrated_embedder.text_model
 
   @property
-  def max_seq_length(self):
-    return self.info["max_seq_length"]
+  def batch_size(self):
+    """int, sentences per call of the text model unless `encode` is given one (read and set)."""
+    return self.calibrated_embedder.batch_size
 
-  def _embed(self, texts, batch_size=None, show_progress_bar=None):
-    """np.float32 [n, D] through the text model (st_api's hook; no progress line)."""
-    del show_progress_bar  # unused
-    return encode_with_saved_model(self.text_model, texts, batch_size or self.batch_size)
-
-  def _token_outputs(self, texts, batch_size):
-    raise ValueError("an export serves sentence vectors only: output_value must be 'sentence_embedding'")
+  @batch_size.setter
+  def batch_size(self, value):
+    self.calibrated_embedder.batch_size = value
 
   def search(self, queries, k=10, precision="float32", candidates=None, nprobe=None):
     """The export's corpus searched in its graph: top-k by cosine (precision "float32", search/<version>), or by

@@ -35,16 +35,13 @@ import tensorflow as tf
 
 from bert_flow_tf.quantization import corpus_codes
 from bert_flow_tf.quantization import graph_ops
-from bert_flow_tf.quantization import graph_quantizer
-from bert_flow_tf.quantization import hamming_search
 from bert_flow_tf.quantization import int8_ranges
 from bert_flow_tf.quantization import ivf_index
 from bert_flow_tf.quantization import ivf_probe
-from bert_flow_tf.quantization import truncation
 from bert_flow_tf.serving import export as export_lib
 
 KIND = "binary_search"
-BLOCK_ROWS = 16384  # corpus sentences encoded at a time by export_encoder_corpus
+BLOCK_ROWS = 16384  # corpus sentences encoded at a time by export_sentences
 _QUERY_PARALLELISM = 4   # queries searched at once inside a batch (tf.map_fn's parallel_iterations)
 _SEARCH_SIGNATURE = [tf.TensorSpec([None], tf.string), tf.TensorSpec([], tf.int32), tf.TensorSpec([], tf.int32)]
 
@@ -177,65 +174,31 @@ def export_binary_search(embedder, calibration, blocks, rows, ranges, export_dir
   return path
 
 
-def export_encoder(encoder, calibration, export_dir, version, overwrite, corpus, search, truncate_dim, precisions,
-                   num_lists=0):
-  """SentenceEncoder.export's text and ids models and, for search="binary" with a corpus, binary_search/<version>;
-  search/<version> (search="float32") is the encoder's.
+def export_sentences(embedder, calibration, embed, sentences, ranges, dims, export_dir, version=1, overwrite=False,
+                     num_lists=0):
+  """`export_binary_search` of a corpus of sentences, embedded BLOCK_ROWS at a time by `embed` (an encoder's read
+  from its store when it has a cache_dir), cut to the dimensions `dims`.
 
   Args:
-    encoder, calibration, export_dir, version, overwrite: as `export_encoder_corpus`.
-    corpus: list of str, or None.
-    search: "float32" or "binary".
-    truncate_dim: int or None, the binary search's width (truncate_dim calibrated dimensions, as `encode` cuts them).
-    precisions: quantization precisions ("int8", "binary", ...) the text model also returns, one output each.
-    num_lists: int, the binary search's inverted-file lists (`export_binary_search`; 0: the exact scan).
-
-  Returns:
-    dict: "text", "ids", "info" and (binary) KIND: the paths written.
-  """
-  hamming_search.check_search_precision(search)
-  quantizer = None
-  if precisions:
-    quantizer = graph_quantizer.GraphQuantizer(precisions, encoder.int8_ranges, encoder.dim)
-  paths = export_lib.export_models(encoder.embedder, calibration, export_dir, version=version, overwrite=overwrite,
-                                   quantizer=quantizer, truncation_order=encoder.truncation_order,
-                                   int8_ranges=encoder.int8_ranges, normalize=encoder.normalize)
-  if corpus is not None and search == "binary":
-    paths[KIND] = export_encoder_corpus(encoder, calibration, list(corpus), export_dir, truncate_dim, version,
-                                        overwrite, num_lists)
-  return paths
-
-
-def export_encoder_corpus(encoder, calibration, corpus, export_dir, truncate_dim=None, version=1, overwrite=False,
-                          num_lists=0):
-  """`export_binary_search` for a SentenceEncoder: its corpus encoded BLOCK_ROWS sentences at a time (read from its
-  store when it has a cache_dir), calibrated, cut to `truncate_dim` dimensions as its `encode` cuts them (the first,
-  or those its calibration's truncation order puts first).
-
-  The int8 ranges are the calibration's; an encoder without (no calibration, or one saved before ranges were
-  fitted) fits them on the corpus by the same rule, in a first pass over its blocks.
-
-  Args:
-    encoder: bert_flow_tf.SentenceEncoder.
-    calibration: what its text model chains (a glow.Glow, an export.Affine, or None).
-    corpus: list of M >= 1 str.
+    embedder, calibration: what the text model chains, as `export_binary_search`.
+    embed: function (list of R str, show_progress_bar=False) -> float32 [R, D], the calibrated vectors of width D.
+    sentences: list of M >= 1 str.
+    ranges: float [2, D] or None, the calibration's int8 ranges; None (no calibration, or one saved before ranges
+      were fitted): fitted on the corpus by the same rule (`int8_ranges.fit_ranges`), in a first pass over its blocks.
+    dims: int [D'], the calibrated dimensions kept, in order (`SentenceCodes.kept_indices`).
     export_dir, version, overwrite, num_lists: as `export_binary_search`.
-    truncate_dim: int in 1..D, or None (all D).
 
   Returns:
     str, the SavedModel directory.
   """
-  dims = truncation.kept_indices(encoder.truncation_order, truncate_dim, encoder.dim)   # [D']
-  if not corpus:
+  if not sentences:
     raise ValueError("a binary search export needs a corpus of at least one sentence")
 
   def blocks():
-    for start in range(0, len(corpus), BLOCK_ROWS):
-      block = corpus[start:start + BLOCK_ROWS]
-      yield block, encoder._embed(block, show_progress_bar=False)[:, dims]  # pylint: disable=protected-access
+    for start in range(0, len(sentences), BLOCK_ROWS):
+      block = sentences[start:start + BLOCK_ROWS]
+      yield block, embed(block, show_progress_bar=False)[:, dims]
 
-  ranges = encoder.int8_ranges
-  ranges = int8_ranges.fit_ranges(v for _, v in blocks()) if ranges is None else ranges[:, dims]
-  return export_binary_search(encoder.embedder, calibration, blocks(), len(corpus), ranges, export_dir, version,
+  ranges = int8_ranges.fit_ranges(v for _, v in blocks()) if ranges is None else np.asarray(ranges)[:, dims]
+  return export_binary_search(embedder, calibration, blocks(), len(sentences), ranges, export_dir, version,
                               overwrite, dims, num_lists)
-

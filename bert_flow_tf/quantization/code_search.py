@@ -11,7 +11,6 @@ from bert_flow_tf.quantization import corpus_codes
 from bert_flow_tf.quantization import hamming_search
 from bert_flow_tf.quantization import int8_ranges
 from bert_flow_tf.quantization import ivf_index
-from bert_flow_tf.quantization import sentence_codes
 
 
 def semantic_search(query_vectors, corpus_vectors, top_k=10, precision="float32", rescore=True,
@@ -47,11 +46,3 @@ def semantic_search(query_vectors, corpus_vectors, top_k=10, precision="float32"
     return hamming_search.search_codes(query_vectors, codes, top_k, candidates, rescore)
   return ivf_index.search_index(query_vectors, ivf_index.build(codes, num_lists), top_k, candidates, nprobe,
                                 rescore)
-
-
-def encoder_search(encoder, queries, corpus, top_k, precision, rescore, candidates, num_lists=0, nprobe=None):
-  """`semantic_search` for a SentenceEncoder: queries and corpus (str, list of str or vectors) as its `vectors_of`
-  gives them for cosine (calibrated, cut to its truncate_dim), the int8 ranges its calibration saved, cut alike."""
-  ranges = sentence_codes.kept_ranges(encoder.int8_ranges, encoder.truncation_order, encoder.truncate_dim)
-  return semantic_search(encoder.vectors_of(queries, True), encoder.vectors_of(corpus, True), top_k, precision,
-                         rescore, candidates, ranges, num_lists, nprobe)

@@ -19,8 +19,13 @@ Without calibration ranges it is sentence-transformers' behaviour: the codes of 
 `ranges` or `calibration_embeddings` given, else the min and max of the call's own vectors. Those codes depend on
 what else is in the call; a warning says so once per process.
 
+`SentenceCodes` holds what the rule needs besides the vectors (the model's Normalize, the default truncate_dim, a
+calibration's truncation order and int8 ranges): the one small object both encoders hold and `encode` asks.
+
 Legend: n = sentences, D' = the calibrated width, k = the kept dimensions.
 """
+import dataclasses
+
 import numpy as np
 from absl import logging
 
@@ -89,3 +94,43 @@ def codes(calibrated, returned, precision, truncate_dim, order, fitted_ranges, r
     ranges = st_layouts.min_max(returned) if len(returned) else np.zeros([2, returned.shape[1]], np.float32)
   return st_layouts.quantize_embeddings(returned, precision, ranges=ranges,
                                         calibration_embeddings=calibration_embeddings)
+
+
+@dataclasses.dataclass
+class SentenceCodes:
+  """The settings of `vectors` and `codes` an encoder holds, for its calibrated vectors of width D'.
+
+  Attributes:
+    normalize: bool, the model ends with a Normalize (unit length first).
+    truncate_dim: int in 1..D' or None, the dimensions `encode` keeps when a call names none (None: all).
+    truncation_order: int32 [D'] or None, the calibration's (`truncation`); None: the first k are kept.
+    int8_ranges: float32 [2, D'] or None, the calibration's (`int8_ranges`); None: sentence-transformers' ranges.
+  """
+  normalize: bool = False
+  truncate_dim: int = None
+  truncation_order: np.ndarray = None
+  int8_ranges: np.ndarray = None
+
+  def cut(self, truncate_dim):
+    """The truncate_dim a call uses: its own, else the default (int or None)."""
+    return self.truncate_dim if truncate_dim is None else truncate_dim
+
+  def vectors(self, calibrated, truncate_dim=None, normalize_embeddings=False, model_normalize=True):
+    """`vectors` of calibrated float32 [n, D'] -> [n, k]; model_normalize False skips the Normalize (for cosine
+    alone: it changes no cosine); truncate_dim: as `cut`."""
+    return vectors(calibrated, model_normalize and self.normalize, self.cut(truncate_dim), self.truncation_order,
+                   normalize_embeddings)
+
+  def codes(self, calibrated, returned, precision, truncate_dim=None, ranges=None, calibration_embeddings=None):
+    """`codes` of calibrated float32 [n, D'] and `returned` = self.vectors(calibrated, ...) [n, k]."""
+    return codes(calibrated, returned, precision, self.cut(truncate_dim), self.truncation_order, self.int8_ranges,
+                 ranges, calibration_embeddings)
+
+  def kept_ranges(self, truncate_dim=None):
+    """float32 [2, k] or None: the int8 ranges cut as `vectors` cuts."""
+    return kept_ranges(self.int8_ranges, self.truncation_order, self.cut(truncate_dim))
+
+  def kept_indices(self, dim, truncate_dim):
+    """int32 [k]: the dimensions of the calibrated width `dim` that truncate_dim (int, or None: all; not the
+    default) keeps, in order (for a graph's gather)."""
+    return truncation.kept_indices(self.truncation_order, truncate_dim, dim)
