@@ -133,26 +133,16 @@ class ExportedEncoder(st_api.StApi):
         self.info.get("normalize", False) is True, None,
         None if order is None else truncation.checked(order, dim, info_path),
         None if ranges is None else int8_ranges.checked(ranges, info_path, dim))
-    text_model = load_text_model(os.path.join(export_dir, "text", str(self.version)))
-    super().__init__(SavedModelEmbedder(text_model, dim, self.info.get("max_seq_length"), batch_size), codes)
+    self.text_model = load_text_model(os.path.join(export_dir, "text", str(self.version)))
+    super().__init__(SavedModelEmbedder(self.text_model, dim, self.info.get("max_seq_length"), batch_size), codes)
     search_dir = os.path.join(export_dir, "search", str(self.version))
     self.search_model = tf.saved_model.load(search_dir) if os.path.isdir(search_dir) else None
     binary_dir = os.path.join(export_dir, binary_search_model.KIND, str(self.version))
     self.binary_search_model = tf.saved_model.load(binary_dir) if os.path.isdir(binary_dir) else None
 
   @property
-  def text_model(self):
-    """The loaded text SavedModel."""
-    return self.calibrated_embedder.text_model
-
-  @property
-  def batch_size(self):
-    """int, sentences per call of the text model unless `encode` is given one (read and set)."""
-    return self.calibrated_embedder.batch_size
-
-  @batch_size.setter
-  def batch_size(self, value):
-    self.calibrated_embedder.batch_size = value
+  def max_seq_length(self):
+    return self.calibrated_embedder.max_seq_length
 
   def search(self, queries, k=10, precision="float32", candidates=None, nprobe=None):
     """The export's corpus searched in its graph: top-k by cosine (precision "float32", search/<version>), or by

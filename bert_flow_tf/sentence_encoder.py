@@ -60,7 +60,7 @@ class SentenceEncoder(st_api.StApi):
     calibrated_embedder, sentence_codes: its parts (see the module notes).
     embedder: the SentenceEmbedder (model, tokenizer, pooling, max_seq_length).
     calibration: FlowCalibration, BaselineCalibration or None (read and set).
-    store: the EmbeddingStore; batch_size (read and set), cache_dir: as given.
+    store: the EmbeddingStore (in cache_dir, else in memory).
     fingerprint: str, `encoder_folder.fingerprint`.
     max_seq_length: int, tokens per sentence (read and set; longer ones are cut, with one warning each).
   """
@@ -126,19 +126,6 @@ class SentenceEncoder(st_api.StApi):
   def store(self):
     """The EmbeddingStore of the raw vectors (on disk in cache_dir, else in memory)."""
     return self.calibrated_embedder.store
-
-  @property
-  def cache_dir(self):
-    return self.calibrated_embedder.cache_dir
-
-  @property
-  def batch_size(self):
-    """int, sentences per encoding batch unless `encode` is given one."""
-    return self.calibrated_embedder.batch_size
-
-  @batch_size.setter
-  def batch_size(self, value):
-    self.calibrated_embedder.batch_size = value
 
   @property
   def calibration(self):

@@ -6,7 +6,7 @@ prompts, `truncate_dim`, `get_sentence_embedding_dimension`, `similarity_fn_name
 encoder gives its constructor:
 
   calibrated_embedder   sentences -> the calibrated vectors, with
-                          dim: int D; max_seq_length: int
+                          dim: int D; max_seq_length: int; batch_size: int (read and set)
                           embed(texts, batch_size=None, show_progress_bar=None) -> np.float32 [n, D]
                           token_outputs(texts, batch_size=None) -> list of n (inputs dict, float32 [S_i, H])
   sentence_codes        quantization.sentence_codes.SentenceCodes: the model's Normalize, the default truncate_dim,
@@ -66,8 +66,7 @@ class StApi(st_habits.Devices):
     similarity_fn_name: "cosine" (None: the default), "dot", "euclidean" or "manhattan" (bert_flow_tf.similarity).
     default_device: str or None, the device `encode` runs on when a call names none (st_habits.Devices).
 
-  Raises:
-    ValueError: default_prompt_name not among the prompts, or an unknown similarity_fn_name.
+  Raises ValueError: default_prompt_name not among the prompts, or an unknown similarity_fn_name.
   """
 
   def __init__(self, calibrated_embedder, sentence_codes, prompts=None, default_prompt_name=None,
@@ -95,9 +94,13 @@ class StApi(st_habits.Devices):
     return self.calibrated_embedder.dim
 
   @property
-  def max_seq_length(self):
-    """int, tokens per sentence including [CLS] and [SEP]."""
-    return self.calibrated_embedder.max_seq_length
+  def batch_size(self):
+    """int, sentences per batch unless `encode` is given one (read and set)."""
+    return self.calibrated_embedder.batch_size
+
+  @batch_size.setter
+  def batch_size(self, value):
+    self.calibrated_embedder.batch_size = value
 
   @property
   def truncate_dim(self):
@@ -139,7 +142,7 @@ class StApi(st_habits.Devices):
       return np.atleast_2d(np.asarray(texts_or_vectors, np.float32))
     prompt = self._prompt(None, None)
     texts = [prompt + text for text in texts] if prompt else texts
-    return self._embedded(texts, truncate_dim=self.truncate_dim, model_normalize=not for_cosine)
+    return self._encoded(texts, truncate_dim=self.truncate_dim, model_normalize=not for_cosine)[1]
 
   def similarity(self, a, b):
     """similarity_fn_name's scores of every a with every b.
@@ -185,15 +188,10 @@ class StApi(st_habits.Devices):
       return self.prompts[prompt_name]
     return self.prompts.get(self.default_prompt_name) if self.default_prompt_name else None
 
-  def _embedded(self, texts, batch_size=None, show_progress_bar=None, truncate_dim=None, normalize_embeddings=False,
-                model_normalize=True):
-    """np.float32 [n, D'] of a list of str: vectors -> Normalize -> truncate -> normalize_embeddings."""
-    return self._encoded(texts, batch_size, show_progress_bar, truncate_dim, normalize_embeddings,
-                         model_normalize)[1]
-
   def _encoded(self, texts, batch_size=None, show_progress_bar=None, truncate_dim=None, normalize_embeddings=False,
                model_normalize=True):
-    """(calibrated float32 [n, D], returned float32 [n, D']): `sentence_codes.vectors` of a list of str."""
+    """(calibrated float32 [n, D], returned float32 [n, D']) of a list of str: the calibrated vectors, and what
+    `encode` returns of them (`SentenceCodes.vectors`: Normalize -> truncate -> normalize_embeddings)."""
     calibrated = self.calibrated_embedder.embed(texts, batch_size, show_progress_bar)
     return calibrated, self.sentence_codes.vectors(calibrated, truncate_dim, normalize_embeddings, model_normalize)
 
@@ -260,7 +258,7 @@ class StApi(st_habits.Devices):
         if output_value == "token_embeddings":
           out = [tokens for _, tokens in rows]
         else:
-          x = self._embedded(texts, batch_size, False, truncate_dim, normalize_embeddings)
+          x = self._encoded(texts, batch_size, False, truncate_dim, normalize_embeddings)[1]
           out = [{**inputs, "token_embeddings": tokens, "sentence_embedding": tf.constant(v)}
                  for (inputs, tokens), v in zip(rows, x)]
     return out[0] if single else out
@@ -278,8 +276,8 @@ class StApi(st_habits.Devices):
     return self.encode(inputs, prompt_name=prompt_name, prompt=prompt, **kwargs)
 
   def get_max_seq_length(self):
-    """int, tokens per sentence the model reads (`max_seq_length`)."""
-    return self.max_seq_length
+    """int, tokens per sentence the model reads (including [CLS] and [SEP])."""
+    return self.calibrated_embedder.max_seq_length
 
   def get_sentence_embedding_dimension(self):
     """int, the width of `encode`'s vectors: `dim`, or truncate_dim when smaller."""
