@@ -22,8 +22,9 @@ The queries are searched one after another (tf.map_fn) so the memory of a batch 
 
 The corpus is written in the model as variables: words int64 [W, M] (a row per word: each xor reads one contiguous
 row), codes int8 [M, D'], their lengths read back float32 [M] (the rescoring's denominators: `graph_ops.rescore`),
-the buckets' lo and step float32 [D'], sentences string [M]. `export_binary_search` fills
-them a block of vectors at a time (`corpus_codes.CorpusCodes`), so the fp32 corpus is never held whole.
+the buckets' lo and step float32 [D'], sentences string [M]. `export_binary_search` fills them a block of vectors
+at a time (`corpus_codes.CorpusCodes`), so the fp32 corpus is never held whole; `export_sentences` gives it the
+blocks of a corpus of sentences through an encoder's `embed` (SentenceEncoder.export's, `encoder_export`).
 
 Legend: B = queries, M = corpus vectors, D = embedding width, D' = the corpus's width, W = ceil(D' / 64).
 """
