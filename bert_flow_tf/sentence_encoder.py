@@ -60,7 +60,7 @@ class SentenceEncoder(st_api.StApi):
     calibrated_embedder, sentence_codes: its parts (see the module notes).
     embedder: the SentenceEmbedder (model, tokenizer, pooling, max_seq_length).
     calibration: FlowCalibration, BaselineCalibration or None (read and set).
-    store: the EmbeddingStore (in cache_dir, else in memory).
+    store: the EmbeddingStore (in cache_dir, else in memory); cache_dir: as given.
     fingerprint: str, `encoder_folder.fingerprint`.
     max_seq_length: int, tokens per sentence (read and set; longer ones are cut, with one warning each).
   """
@@ -83,6 +83,7 @@ class SentenceEncoder(st_api.StApi):
                      (st.prompts if st else {}) if prompts is None else prompts,
                      default_prompt_name or (st and st.default_prompt_name) or None,
                      similarity_fn_name or (st and st.similarity_fn_name) or None, device)
+    self.cache_dir = cache_dir
     self.calibration = calibration
 
   @classmethod
