@@ -4,7 +4,7 @@ all-MiniLM-L6-v2 (the preset: its pipeline ends in Normalize), pooling last-avg,
 flow (the paper's target schedule) fitted with `enc.fit` on the 15,487 distinct STS-B sentences (no labels). Every
 score is the Spearman x100 of the cosine of what `encode(x, precision=..., truncate_dim=...)` returns (codes as
 integers; binary as 1 - 2 hamming / D', the cosine of the +-1 sign vectors). Two places to take int8 codes
-(`bert_flow_tf.sentence_codes`):
+(`bert_flow_tf.quantization.sentence_codes`):
 
   "int8"                 what encode does: the calibrated vectors, before Normalize, with the calibration's ranges
   "int8, returned ranges" the alternative: the same gaussian rule (`int8_ranges.fit_ranges`) fitted on the unit-length
@@ -32,10 +32,10 @@ import numpy as np
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 # pylint: disable=wrong-import-position
-from bert_flow_tf import quantization
-from bert_flow_tf.calibration import int8_ranges
 from bert_flow_tf.data import tasks
 from bert_flow_tf.evaluation import metrics
+from bert_flow_tf.quantization import int8_ranges
+from bert_flow_tf.quantization import st_layouts
 from bert_flow_tf.sentence_encoder import SentenceEncoder
 from bench.quantized import data_parser
 from bench.quantized import pair_score
@@ -55,7 +55,7 @@ def scores(enc, fit_sentences, test, width):
   out["int8, returned ranges"] = metrics.spearman_x100(pair_score(
       enc.encode(a, precision="int8", truncate_dim=width, ranges=returned_ranges),
       enc.encode(b, precision="int8", truncate_dim=width, ranges=returned_ranges), "int8"), gold)
-  own = quantization.min_max(enc.encode(a + b, truncate_dim=width))
+  own = st_layouts.min_max(enc.encode(a + b, truncate_dim=width))
   out["int8, call's min/max"] = metrics.spearman_x100(pair_score(
       enc.encode(a, precision="int8", truncate_dim=width, ranges=own),
       enc.encode(b, precision="int8", truncate_dim=width, ranges=own), "int8"), gold)
@@ -79,7 +79,7 @@ def principal_axes_scores(enc, fit_sentences, test, width):
     ranges = int8_ranges.fit_ranges((fitted @ axes)[:, cut])
     for precision in ("float32", "int8"):
       out[f"{precision} along principal axes, {label}"] = round(metrics.spearman_x100(pair_score(
-          *(quantization.quantize_embeddings(v[:, cut], precision, ranges=ranges) for v in (a, b)), precision),
+          *(st_layouts.quantize_embeddings(v[:, cut], precision, ranges=ranges) for v in (a, b)), precision),
           test.labels), 2)
   return out
 

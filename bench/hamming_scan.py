@@ -2,9 +2,9 @@
 
 For each number of 64-bit words W (--words) and of candidates C (--candidates), one tf.function per way over the
 same random corpus words int64 [W, M] (M = --corpus): xor + popcount per word, summed as the SavedModel sums them
-(`serving.binary_search`), then
+(`quantization.binary_search_model`), then
   top_k     tf.math.top_k(-distance, C) over all M (the search model before the histogram select)
-  count     `binary_search.nearest_by_count` (a histogram threshold, then a top_k over those under it)
+  count     `binary_search_model.nearest_by_count` (a histogram threshold, then a top_k over those under it)
 The two are checked to give the same indices; then each runs --rounds times, the ways taking turns, and the median
 and minimum milliseconds of each are printed (with the load average: on a shared machine compare the ways only
 within one run).
@@ -22,7 +22,7 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 # pylint: disable=wrong-import-position
 import tensorflow as tf
-from bert_flow_tf.serving import binary_search
+from bert_flow_tf.quantization import binary_search_model
 # pylint: enable=wrong-import-position
 
 
@@ -36,7 +36,7 @@ def scan(words, c, way):
     distance = tf.add_n([tf.cast(tf.add_n(counts[g:g + 3]), tf.int32) for g in range(0, num_words, 3)])
     if way == "top_k":
       return tf.math.top_k(-distance, k=c).indices
-    return binary_search.nearest_by_count(distance, c, num_words * 64)
+    return binary_search_model.nearest_by_count(distance, c, num_words * 64)
   return run
 
 

@@ -27,8 +27,9 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 # pylint: disable=wrong-import-position
 import quantized
-from bert_flow_tf import quantized_search
 from bert_flow_tf.calibration import calibrator
+from bert_flow_tf.quantization import corpus_codes
+from bert_flow_tf.quantization import hamming_search
 from bert_flow_tf.sentence_encoder import SentenceEncoder
 # pylint: enable=wrong-import-position
 
@@ -70,17 +71,17 @@ def main():
   rotations = {"identity": np.eye(args.dim), "itq": fit_itq(fit, args.iterations)}
   q = x[query_ids]
   want = quantized.exact_top(q, x, 10, query_ids)
-  codes = quantized_search.CorpusCodes.of(x, ranges)
+  codes = corpus_codes.CorpusCodes.of(x, ranges)
   out = {"dim": args.dim, "fit_vectors": len(fit), "loss": {}, "recall@10": {}}
   for name, rotation in rotations.items():
     out["loss"][name] = loss(fit, rotation)
     r = rotation.astype(np.float32)
-    distance = quantized_search.hamming(quantized_search.pack_words(q @ r), quantized_search.pack_words(x @ r))
+    distance = hamming_search.hamming(corpus_codes.pack_words(q @ r), corpus_codes.pack_words(x @ r))
     distance[np.arange(len(q)), query_ids] = np.iinfo(np.int32).max                 # each query leaves itself out
-    rows = {"hamming only": quantized.recall(quantized_search.nearest(distance, 10), want)}
+    rows = {"hamming only": quantized.recall(hamming_search.nearest(distance, 10), want)}
     for c in (int(c) for c in args.candidates.split(",")):
-      cand = quantized_search.nearest(distance, c)
-      order, _ = quantized_search.rescore_codes(q, codes.codes[cand], ranges, 10)
+      cand = hamming_search.nearest(distance, c)
+      order, _ = hamming_search.rescore_codes(q, codes.codes[cand], ranges, 10)
       rows[f"{c} candidates, int8 rescoring"] = quantized.recall(np.take_along_axis(cand, order, axis=1), want)
     out["recall@10"][name] = rows
   out["loadavg"] = [load_before, os.getloadavg()]

@@ -6,7 +6,7 @@ of --sizes with draws from the Gaussian fitted to their whitened vectors (`quant
 at a time); --queries of them (`quantized.py`'s seed-0 draw) are the queries, each leaving itself out.
 For each size:
   * recall@10 against exact fp32 cosine search at the same width, of: the exact binary scan with int8 rescoring of
-    --candidates (`quantized_search.search_codes`), the inverted-file index (`ivf_index`, its default lists) at each
+    --candidates (`hamming_search.search_codes`), the inverted-file index (`ivf_index`, its default lists) at each
     nprobe of --nprobe_fractions x L with the same candidates, faiss IndexBinaryFlat and IndexBinaryIVF (same lists
     count, trained on the same codes) at the same nprobe, their Hamming candidates rescored with the same int8 codes;
   * the index build (`ivf_index.build` from the codes alone) in seconds;
@@ -40,14 +40,15 @@ sys.path.insert(0, str(REPO / "bench"))
 # pylint: disable=wrong-import-position
 import tensorflow as tf
 import quantized
-from bert_flow_tf import ivf_index
-from bert_flow_tf import quantization
-from bert_flow_tf import quantized_search
 from bert_flow_tf.calibration import calibrator
+from bert_flow_tf.quantization import binary_search_model
+from bert_flow_tf.quantization import corpus_codes
+from bert_flow_tf.quantization import hamming_search
+from bert_flow_tf.quantization import ivf_index
+from bert_flow_tf.quantization import ivf_probe
+from bert_flow_tf.quantization import st_layouts
 from bert_flow_tf.sentence_encoder import SentenceEncoder
-from bert_flow_tf.serving import binary_search
 from bert_flow_tf.serving import export
-from bert_flow_tf.serving import ivf_probe
 from bert_flow_tf.serving import session_loader
 # pylint: enable=wrong-import-position
 
@@ -75,7 +76,7 @@ def rescored(q, cand, codes, ranges):
   out = []
   for row_q, row in zip(q, cand):
     row = row[row >= 0]
-    order, _ = quantized_search.rescore_codes(row_q[None], codes[row][None], ranges, 11)
+    order, _ = hamming_search.rescore_codes(row_q[None], codes[row][None], ranges, 11)
     out.append(row[order[0]])
   return out
 
@@ -154,23 +155,23 @@ def one_size(args, enc, affine, x_full, ranges, corpus, query_ids, size, workdir
   big = padded_cut(x_full, size, args.dim)
   q = big[query_ids]
   want = np.concatenate([quantized.exact_top(q[i:i + 50], big, 10, query_ids[i:i + 50]) for i in range(0, len(q), 50)])
-  codes = quantized_search.CorpusCodes.of(big, ranges)
+  codes = corpus_codes.CorpusCodes.of(big, ranges)
   lists = ivf_index.suggested_num_lists(size)
   start = time.perf_counter()
   index = ivf_index.build(codes, lists)
   row = {"size": size, "lists": lists, "build_s": time.perf_counter() - start}
   probes = sorted({max(1, int(round(f * lists))) for f in args.nprobe_fractions})
-  recall = {"exact scan": recall_of(_ids(quantized_search.search_codes(q, codes, 11, args.candidates)), want,
+  recall = {"exact scan": recall_of(_ids(hamming_search.search_codes(q, codes, 11, args.candidates)), want,
                                     query_ids)}
   for n in probes:
     recall[f"index nprobe {n}"] = recall_of(_ids(ivf_index.search_index(q, index, 11, args.candidates, n)), want,
                                             query_ids)
-  ub, qb = quantization.quantize_embeddings(big, "ubinary"), quantization.quantize_embeddings(q, "ubinary")
+  ub, qb = st_layouts.quantize_embeddings(big, "ubinary"), st_layouts.quantize_embeddings(q, "ubinary")
   flat = faiss.IndexBinaryFlat(args.dim)
   flat.add(ub)
   recall["faiss IndexBinaryFlat"] = recall_of(rescored(q, flat.search(qb, args.candidates)[1], codes.codes, ranges),
                                               want, query_ids)
-  exact_index, graph_index = binary_search.BinaryIndex(codes), ivf_probe.IvfBinaryIndex(index)
+  exact_index, graph_index = binary_search_model.BinaryIndex(codes), ivf_probe.IvfBinaryIndex(index)
   qt = tf.constant(q)
   if args.search_only:
     row["recall@10"] = recall
@@ -197,8 +198,8 @@ def one_size(args, enc, affine, x_full, ranges, corpus, query_ids, size, workdir
   for name, num_lists in (("exact", 0), ("index", lists)):
     blocks = ((sentences[s:s + PAD_ROWS], big[s:s + PAD_ROWS]) for s in range(0, size, PAD_ROWS))
     start = time.perf_counter()
-    path = binary_search.export_binary_search(enc.embedder, affine, blocks, size, ranges,
-                                              os.path.join(workdir, f"{name}-{size}"), num_lists=num_lists)
+    path = binary_search_model.export_binary_search(enc.embedder, affine, blocks, size, ranges,
+                                                    os.path.join(workdir, f"{name}-{size}"), num_lists=num_lists)
     export_s = time.perf_counter() - start
     start = time.perf_counter()
     sessions[name] = session_loader.SessionModel(path)
@@ -220,12 +221,12 @@ def real_only(args, x_full, ranges, query_ids):
   x = x_full[:, :args.dim]
   q = x[query_ids]
   want = quantized.exact_top(q, x, 10, query_ids)
-  codes = quantized_search.CorpusCodes.of(x, ranges)
+  codes = corpus_codes.CorpusCodes.of(x, ranges)
   lists = ivf_index.suggested_num_lists(len(x))
   index = ivf_index.build(codes, lists)
   out = {"size": len(x), "lists": lists, "recall@10": {}}
   for c in (200, 1000, args.candidates):
-    out["recall@10"][f"exact scan, {c} candidates"] = recall_of(_ids(quantized_search.search_codes(q, codes, 11, c)),
+    out["recall@10"][f"exact scan, {c} candidates"] = recall_of(_ids(hamming_search.search_codes(q, codes, 11, c)),
                                                                 want, query_ids)
     for f in args.nprobe_fractions:
       n = max(1, int(round(f * lists)))

@@ -10,7 +10,7 @@ Prints one markdown table (and writes the numbers as JSON with --json_out). Vect
     sentences (`quantize_embeddings(..., calibration_embeddings=)`). Nothing is fitted on STS-B test labels.
   * widths: full, and the first k = 128 and 64 dimensions after the calibration (whitening: its top-k principal
     directions, = whitening-k; for the flow the k of z that truncate_dim keeps, those of largest variance on the fit
-    set: `calibration.truncation`), and for the flow also the first k of z.
+    set: `quantization.truncation`), and for the flow also the first k of z.
 
 Quality: STS-B test Spearman x100 of the cosine of the codes as integers (int8), of 1 - 2 hamming / D (binary).
 Recall@10: --queries sentences drawn (seed 0) from the STS-B, SICK and SNLI sentences, searched in the 63,294-sentence
@@ -19,7 +19,7 @@ Scale (last-avg, whitening, the first k of --scale_dims dimensions): the corpus 
 from the Gaussian fitted to the corpus's calibrated vectors (at full width, then cut to k); recall@10 of binary +
 int8 rescoring (each of --scale_candidates) against exact fp32 search at width k over the padded corpus, for
 --scale_queries queries; the
-binary search SavedModel (real BERT + whitening, `serving.binary_search`) exported, its size on disk (and the
+binary search SavedModel (real BERT + whitening, `quantization.binary_search_model`) exported, its size on disk (and the
 corpus's own: words, codes and sentences) and load time, one-query latency p50/p99 and queries/s at batch 64
 through the TF1 session loader (as TF Serving runs it); beside it the exact fp32 search model (`search/1`) at the
 smallest size and full width, and faiss-cpu's IndexBinaryFlat over the same codes (in a separate venv:
@@ -47,15 +47,16 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 # pylint: disable=wrong-import-position
 import tensorflow as tf
-from bert_flow_tf import quantization
-from bert_flow_tf import quantized_search
 from bert_flow_tf import search
 from bert_flow_tf.calibration import calibrator
-from bert_flow_tf.calibration import int8_ranges
 from bert_flow_tf.data import tasks
 from bert_flow_tf.evaluation import metrics
+from bert_flow_tf.quantization import binary_search_model
+from bert_flow_tf.quantization import corpus_codes
+from bert_flow_tf.quantization import hamming_search
+from bert_flow_tf.quantization import int8_ranges
+from bert_flow_tf.quantization import st_layouts
 from bert_flow_tf.sentence_encoder import SentenceEncoder
-from bert_flow_tf.serving import binary_search
 from bert_flow_tf.serving import export
 from bert_flow_tf.serving import search_model
 from bert_flow_tf.serving import session_loader
@@ -140,14 +141,14 @@ def space_rows(args, name, x_fit, x_all, stsb, query_ids, widths, through_encode
     want = exact_top(q, x, 10, query_ids)
     out = {"float32": (metrics.spearman_x100(search.cosine(x[a_ids], x[b_ids]), gold), 1.0)}
     for tag, ranges in (("int8", r_ours), ("int8 (ST ranges)", r_naive)):
-      codes = quantization.quantize_embeddings(x, "int8", ranges=ranges)
+      codes = st_layouts.quantize_embeddings(x, "int8", ranges=ranges)
       got = exact_top(codes[query_ids].astype(np.float32), codes.astype(np.float32), 10, query_ids)
       out[tag] = (metrics.spearman_x100(int_cosine(codes[a_ids], codes[b_ids]), gold), recall(got, want))
-    corpus = quantized_search.CorpusCodes.of(x, r_ours)
-    binary = quantized_search.nearest(quantized_search.hamming(quantized_search.pack_words(q), corpus.words), 11)
+    corpus = corpus_codes.CorpusCodes.of(x, r_ours)
+    binary = hamming_search.nearest(hamming_search.hamming(corpus_codes.pack_words(q), corpus.words), 11)
     out["binary"] = (metrics.spearman_x100(sign_score(x[a_ids], x[b_ids]), gold),
                      recall(drop_self(binary, query_ids, 10), want))
-    hits = quantized_search.search_codes(q, corpus, top_k=11, candidates=args.candidates)
+    hits = hamming_search.search_codes(q, corpus, top_k=11, candidates=args.candidates)
     out[f"binary + int8 rescoring ({args.candidates})"] = (
         None, recall(drop_self(np.array([[h["corpus_id"] for h in row] for row in hits]), query_ids, 10), want))
     for column, value in (through_encode or {}).get(label, {}).items():
@@ -243,15 +244,15 @@ def scale(args, corpus, calibrations, query_ids, workdir):
       want = np.concatenate([exact_top(q[i:i + 50], big, 10, query_ids[i:i + 50]) for i in range(0, len(q), 50)])
       blocks = ((sentences[s:s + 65536], big[s:s + 65536]) for s in range(0, size, 65536))
       start = time.perf_counter()
-      path = binary_search.export_binary_search(enc.embedder, affine, blocks, size, ranges,
-                                                os.path.join(workdir, f"bin{dim}-{size}"), num_lists=0)  # exact
+      path = binary_search_model.export_binary_search(enc.embedder, affine, blocks, size, ranges,
+                                                      os.path.join(workdir, f"bin{dim}-{size}"), num_lists=0)  # exact
       row = {"dim": dim, "size": size, "export_s": time.perf_counter() - start, "export_mb": dir_mb(path),
-             "corpus_mb": (size * (8 * quantized_search.num_words(dim) + dim)
+             "corpus_mb": (size * (8 * corpus_codes.num_words(dim) + dim)
                            + sum(len(t.encode("utf-8")) for t in sentences)) / 1e6}
       start = time.perf_counter()
       session = session_loader.SessionModel(path)
       row["load_s"] = time.perf_counter() - start
-      index = binary_search.BinaryIndex(quantized_search.CorpusCodes.of(big, ranges))
+      index = binary_search_model.BinaryIndex(corpus_codes.CorpusCodes.of(big, ranges))
       row["candidates"] = time_session(session, queries, 10, args.scale_candidates, 64, args.latency_requests)
       for c in args.scale_candidates:
         got = np.concatenate([index.search_vectors(tf.constant(q[i:i + 50]), tf.constant(11), tf.constant(c))[0]
@@ -278,14 +279,14 @@ def faiss_row(args, big, q, query_ids, want, ranges, workdir):
   of its Hamming candidates rescored here with the int8 codes."""
   if not args.faiss_python or not os.path.exists(args.faiss_python):
     return None
-  np.save(os.path.join(workdir, "codes.npy"), quantization.quantize_embeddings(big, "ubinary"))
-  np.save(os.path.join(workdir, "queries.npy"), quantization.quantize_embeddings(q, "ubinary"))
+  np.save(os.path.join(workdir, "codes.npy"), st_layouts.quantize_embeddings(big, "ubinary"))
+  np.save(os.path.join(workdir, "queries.npy"), st_layouts.quantize_embeddings(q, "ubinary"))
   result = subprocess.run([args.faiss_python, str(FAISS_SCRIPT), workdir, str(args.scale_candidates[-1]),
                            str(args.latency_requests)], capture_output=True, text=True, check=True)
   row = json.loads(result.stdout)
   cand = np.load(os.path.join(workdir, "candidates.npy"))                            # [n, C]
-  back = search.normalize(quantized_search.dequantize(
-      quantization.quantize_embeddings(big, "int8", ranges=ranges), ranges))
+  back = search.normalize(corpus_codes.dequantize(
+      st_layouts.quantize_embeddings(big, "int8", ranges=ranges), ranges))
   scores = np.einsum("nd,ncd->nc", search.normalize(q), back[cand])
   got = np.take_along_axis(cand, np.argsort(-scores, axis=1, kind="stable")[:, :11], axis=1)
   row["recall@10"] = recall(drop_self(got, query_ids, 10), want)

@@ -6,7 +6,8 @@ The Python API (README: Python API):
   ExportedEncoder   the same encode, similarity and search from an export's SavedModels alone
                     (bert_flow_tf/exported_encoder.py)
   cos_sim, semantic_search   on vectors (bert_flow_tf/search.py); isotropy (bert_flow_tf/evaluation/isotropy.py)
-  quantize_embeddings        int8 / uint8 / binary / ubinary in sentence-transformers' layouts (quantization.py)
+  quantize_embeddings        int8 / uint8 / binary / ubinary in sentence-transformers' layouts
+                             (quantization/st_layouts.py)
   util                       sentence-transformers' util helpers: cos_sim, semantic_search, quantize_embeddings,
                              paraphrase_mining, community_detection (util.py)
 

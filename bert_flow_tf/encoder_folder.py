@@ -17,8 +17,11 @@ another fingerprint.
 The folder is data (docs/security.md): `read_info` checks every key of the JSON file, `model_of` resolves the model
 it names against the folder and refuses a SavedModel (a program) unless the caller opts in, and
 `load_saved_calibration` restores the calibration strictly.
+
+Every function takes and returns plain values (an embedder, a calibration, a dict of settings): SentenceEncoder's
+save, load, load_calibration and load_flow call them with its parts.
 """
-import functools
+import contextlib
 import hashlib
 import json
 import os
@@ -28,7 +31,6 @@ import numpy as np
 from bert_flow_tf import loaders
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import fitted_flow
-from bert_flow_tf.embedding import settings
 from bert_flow_tf.loaders import presets
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.utils import errors
@@ -137,119 +139,84 @@ def load_saved_calibration(path, info):
   return calibration
 
 
-class EncoderFiles:
-  """`save`, `load`, `load_calibration`, `load_flow`, `fingerprint` and `describe` of SentenceEncoder (its embedder,
-  calibration and sentence-transformers settings)."""
+def save(path, embedder, fingerprint_hex, calibration, settings, overwrite=False):
+  """Writes an encoder's description, settings and calibration to the directory `path`, atomically (`write`).
 
-  @functools.cached_property
-  def fingerprint(self):
-    """str, see the module notes; hashed on first use (save, load, describe), not when the encoder is made."""
-    return fingerprint(self.embedder)
+  An existing `path` is replaced only when it is empty or an earlier `save` wrote it (its sentence_encoder.json
+  and calibration/, nothing else); any other folder only with `overwrite=True`; the working directory, its
+  parents, the home directory and / never (docs/security.md).
 
-  def describe(self):
-    """One line: the model, pooling, max_seq_length and fingerprint."""
-    return describe(self.embedder.loaded.source, self.embedder.pooling_spec.name, self.embedder.max_seq_length,
-                    self.fingerprint)
+  Args:
+    path: str, the directory.
+    embedder, fingerprint_hex, calibration, settings: as `write`.
+    overwrite: bool, replace a non-empty folder that `save` did not write.
 
-  def save(self, path, overwrite=False):
-    """Writes the encoder's description, settings and calibration to the directory `path`, atomically.
+  Returns:
+    str, path.
 
-    An existing `path` is replaced only when it is empty or an earlier `save` wrote it (its sentence_encoder.json
-    and calibration/, nothing else); any other folder only with `overwrite=True`; the working directory, its
-    parents, the home directory and / never (docs/security.md).
+  Raises:
+    errors.UserError: `path` may not be replaced (one line saying why and how to go on).
+  """
+  with io_utils.atomic_dir(path, own=OWN, overwrite=overwrite) as tmp:
+    write(tmp, embedder, fingerprint_hex, calibration, settings)
+  return path
 
-    Args:
-      path: str, the directory.
-      overwrite: bool, replace a non-empty folder that `save` did not write.
 
-    Returns:
-      str, path.
+def constructor_settings(info, model):
+  """SentenceEncoder.from_pretrained's keywords for the folder `info` (its read_info) describes: pooling,
+  max_seq_length, the sentence-transformers settings but normalize (set after: `None` there means the model's),
+  and do_lower_case unless `model` is a loaders.LoadedModel. Returns dict."""
+  settings = {key: info.get(key) for key in ST_SETTINGS if key != "normalize"}
+  settings.update(pooling=info["pooling"], max_seq_length=info["max_seq_length"])
+  if not isinstance(model, loaders.LoadedModel):
+    settings["do_lower_case"] = info["do_lower_case"]
+  return settings
 
-    Raises:
-      errors.UserError: `path` may not be replaced (one line saying why and how to go on).
-    """
-    settings = {key: getattr(self, key) for key in ST_SETTINGS}
-    with io_utils.atomic_dir(path, own=OWN, overwrite=overwrite) as tmp:
-      write(tmp, self.embedder, self.fingerprint, self.calibration, settings)
-    return path
 
-  @classmethod
-  def load(cls, path, model=None, batch_size=settings.BATCH_SENTENCES, cache_dir=None, trust_saved_model=False):
-    """Restores what `save(path)` wrote: the model it names (or `model`), pooling, max_seq_length, settings and
-    calibration.
-
-    The folder's files are data: a model it names in TF1-checkpoint or HF safetensors format, or a preset, is
-    loaded; a SavedModel (TF-Hub format) is a program, and is loaded only when the caller names it (`model=`) or
-    opts in with `trust_saved_model=True` (docs/security.md). A relative model path is resolved against `path`.
-
-    Args:
-      path: str, a directory written by `save`.
-      model: None (the model path or preset the file names), another path, or a loaders.LoadedModel; it must be
-        the model the calibration was fitted on (same fingerprint).
-      batch_size, cache_dir: as `from_pretrained`.
-      trust_saved_model: bool, load (and so run) a SavedModel that the folder's sentence_encoder.json names.
-
-    Returns:
-      SentenceEncoder.
-
-    Raises:
-      errors.UserError: a missing, broken or unreadable file, or a SavedModel named without the opt-in (one line
-        naming the file); ValueError: the model found is not the one saved (one line naming both).
-    """
-    info = read_info(path)
-    named_by_folder = model is None
-    try:
-      if named_by_folder:
-        model = model_of(path, info["model"], trust_saved_model)
-      encoder = cls.from_pretrained(
-          model, pooling=info["pooling"], max_seq_length=info["max_seq_length"], batch_size=batch_size,
-          cache_dir=cache_dir, prompts=info.get("prompts"), default_prompt_name=info.get("default_prompt_name"),
-          truncate_dim=info.get("truncate_dim"), similarity_fn_name=info.get("similarity_fn_name"),
-          **({} if isinstance(model, loaders.LoadedModel) else {"do_lower_case": info["do_lower_case"]}))
-    except errors.UserError:
+@contextlib.contextmanager
+def loading_errors(path, named_by_folder):
+  """Within it, making the encoder that the folder `path` describes: a ValueError (saved settings that do not fit
+  the model, e.g. max_seq_length past its positions) and, for a model the folder names, a FileNotFoundError become
+  errors.UserError naming its sentence_encoder.json."""
+  info_path = os.path.join(path, INFO_FILE)
+  try:
+    yield
+  except errors.UserError:
+    raise
+  except ValueError as e:
+    raise errors.UserError(str(e), info_path) from e
+  except FileNotFoundError as e:
+    if not named_by_folder:
       raise
-    except ValueError as e:  # the saved settings do not fit the model (e.g. max_seq_length > its positions)
-      raise errors.UserError(str(e), os.path.join(path, INFO_FILE)) from e
-    except FileNotFoundError as e:
-      if not named_by_folder:
-        raise
-      raise errors.UserError(f"names a model that is not there: {e.strerror or e} ({e.filename})",
-                             os.path.join(path, INFO_FILE)) from e
-    encoder.normalize = info.get("normalize", encoder.normalize)
-    return encoder.load_calibration(path)
+    raise errors.UserError(f"names a model that is not there: {e.strerror or e} ({e.filename})", info_path) from e
 
-  def load_calibration(self, path):
-    """Sets the calibration saved in `path` (by `save`), after checking it was fitted on this encoder's vectors.
 
-    Returns:
-      self.
+def saved_calibration(path, fingerprint_hex, described):
+  """The calibration `save(path)` wrote (None for none), after checking it was fitted on the vectors of the
+  encoder whose fingerprint is `fingerprint_hex` (`described`: its one-line `describe`).
 
-    Raises:
-      ValueError: it was fitted on another model, pooling or max_seq_length (one line naming both); errors.UserError:
-        its calibration/ is missing, broken, or not the method sentence_encoder.json names.
-    """
-    info = read_info(path)
-    if info["fingerprint"] != self.fingerprint:
-      fitted = describe(info["model"], info["pooling"], info["max_seq_length"], info["fingerprint"])
-      raise ValueError(f"{path} was saved from {fitted}, not from this encoder's {self.describe()}")
-    self._set_calibration(load_saved_calibration(path, info))
-    return self
+  Raises:
+    ValueError: it was fitted on another model, pooling or max_seq_length (one line naming both); errors.UserError:
+      its calibration/ is missing, broken, or not the method sentence_encoder.json names.
+  """
+  info = read_info(path)
+  if info["fingerprint"] != fingerprint_hex:
+    fitted = describe(info["model"], info["pooling"], info["max_seq_length"], info["fingerprint"])
+    raise ValueError(f"{path} was saved from {fitted}, not from this encoder's {described}")
+  return load_saved_calibration(path, info)
 
-  def load_flow(self, flow_dir):
-    """Sets a flow fitted by run_flow.py (exp/<name>/flows/<fit>-<dataset>) or `flow_fitting.fit_flow`, after
-    checking its flow.json: fitted on vectors of this width, pooling and max_seq_length.
 
-    Returns:
-      self.
+def fitted_flow_calibration(flow_dir, embedder):
+  """The flow fitted by run_flow.py (exp/<name>/flows/<fit>-<dataset>) or `flow_fitting.fit_flow` in `flow_dir`,
+  after checking its flow.json: fitted on vectors of `embedder`'s width, pooling and max_seq_length.
 
-    Raises:
-      ValueError: naming each setting that differs, with this encoder's value and the flow's; errors.UserError:
-        a missing, broken or corrupt file of the flow (naming it).
-    """
-    info = fitted_flow.read_info(flow_dir)  # a missing or broken flow.json: errors.UserError naming it
-    wrong = fitted_flow.mismatch(info, dim=self.embedder.dim, provenance={
-        "sentence_embedding_type": self.embedder.pooling_spec.name, "max_seq_length": self.embedder.max_seq_length})
-    if wrong:  # a sound flow fitted on other vectors: a ValueError about the pairing
-      raise ValueError(wrong)
-    self._set_calibration(calibrator.load_calibration(flow_dir, flow_info=info))
-    return self
+  Raises:
+    ValueError: naming each setting that differs, with the embedder's value and the flow's; errors.UserError:
+      a missing, broken or corrupt file of the flow (naming it).
+  """
+  info = fitted_flow.read_info(flow_dir)  # a missing or broken flow.json: errors.UserError naming it
+  wrong = fitted_flow.mismatch(info, dim=embedder.dim, provenance={
+      "sentence_embedding_type": embedder.pooling_spec.name, "max_seq_length": embedder.max_seq_length})
+  if wrong:  # a sound flow fitted on other vectors: a ValueError about the pairing
+    raise ValueError(wrong)
+  return calibrator.load_calibration(flow_dir, flow_info=info)

@@ -19,15 +19,16 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from bert_flow_tf.calibration import int8_ranges
-from bert_flow_tf.calibration import truncation
-from bert_flow_tf.embedding import settings
-from bert_flow_tf.serving import binary_search
-from bert_flow_tf.serving import export
-from bert_flow_tf import ivf_index
-from bert_flow_tf import quantized_search
 from bert_flow_tf import search
 from bert_flow_tf import st_api
+from bert_flow_tf.embedding import settings
+from bert_flow_tf.quantization import binary_search_model
+from bert_flow_tf.quantization import hamming_search
+from bert_flow_tf.quantization import int8_ranges
+from bert_flow_tf.quantization import ivf_index
+from bert_flow_tf.quantization import sentence_codes
+from bert_flow_tf.quantization import truncation
+from bert_flow_tf.serving import export
 from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 
@@ -76,6 +77,27 @@ def latest_version(export_dir, kind="text"):
   return versions[-1]
 
 
+class SavedModelEmbedder:
+  """An export's `calibrated_embedder` (st_api): sentences -> the calibrated vectors its text SavedModel returns.
+
+  Args:
+    text_model: the loaded text SavedModel.
+    dim: int D, its width; max_seq_length: int (export_info.json's).
+    batch_size: int, sentences per call unless a call names one (read and set).
+  """
+
+  def __init__(self, text_model, dim, max_seq_length, batch_size):
+    self.text_model, self.dim, self.max_seq_length, self.batch_size = text_model, dim, max_seq_length, batch_size
+
+  def embed(self, texts, batch_size=None, show_progress_bar=None):
+    """np.float32 [n, D] of a list of n str through the text model (no progress line)."""
+    del show_progress_bar  # unused
+    return encode_with_saved_model(self.text_model, texts, batch_size or self.batch_size)
+
+  def token_outputs(self, texts, batch_size=None):
+    raise ValueError("an export serves sentence vectors only: output_value must be 'sentence_embedding'")
+
+
 class ExportedEncoder(st_api.StApi):
   """An export loaded for encoding and search.
 
@@ -86,52 +108,41 @@ class ExportedEncoder(st_api.StApi):
     batch_size: int, sentences per call of the text model unless `encode` is given one.
 
   Attributes:
+    calibrated_embedder (a SavedModelEmbedder), sentence_codes: its parts (st_api.StApi).
     info: dict, export_info.json (model, pooling, max_seq_length, flow, dim).
     truncation_order: int32 [D] or None, the dimensions `truncate_dim` keeps first (the calibration's, recorded
-      in export_info.json; `calibration.truncation`).
+      in export_info.json; `quantization.truncation`).
     int8_ranges: float32 [2, D] or None, the calibration's int8 ranges (recorded there): `encode`'s codes are the
       encoder's, and the text model's `embeddings_int8` (`sentence_codes`).
     normalize: bool, the model ends with a Normalize (recorded there): `encode` returns unit-length vectors as
       SentenceEncoder.encode does; the text model returns the calibrated vectors.
     text_model: the loaded text SavedModel.
     search_model: the loaded search SavedModel, or None when the export has no corpus.
-    binary_search_model: the loaded binary search SavedModel (serving.binary_search), or None.
+    binary_search_model: the loaded binary search SavedModel (quantization.binary_search_model), or None.
   """
 
   def __init__(self, export_dir, version=None, batch_size=settings.BATCH_SENTENCES):
-    self.batch_size = batch_size
     self.version = latest_version(export_dir) if version is None else version
     info_path = os.path.join(export_dir, export.INFO_FILE)
     self.info = io_utils.read_json_object(info_path, "no export_info.json: not an export (SentenceEncoder.export, "
                                           "run_flow.py --export_dir)")
     if not isinstance(self.info.get("dim"), int) or isinstance(self.info.get("dim"), bool) or self.info["dim"] < 1:
       raise errors.UserError(f"'dim' must be an int >= 1, got {self.info.get('dim')!r}", info_path)
-    order = self.info.get("truncation_order")
-    self.truncation_order = None if order is None else truncation.checked(order, self.dim, info_path)
-    ranges = self.info.get("int8_ranges")
-    self.int8_ranges = None if ranges is None else int8_ranges.checked(ranges, info_path, self.dim)
-    self.normalize = self.info.get("normalize", False) is True
+    dim, order, ranges = self.info["dim"], self.info.get("truncation_order"), self.info.get("int8_ranges")
+    codes = sentence_codes.SentenceCodes(
+        self.info.get("normalize", False) is True, None,
+        None if order is None else truncation.checked(order, dim, info_path),
+        None if ranges is None else int8_ranges.checked(ranges, info_path, dim))
     self.text_model = load_text_model(os.path.join(export_dir, "text", str(self.version)))
+    super().__init__(SavedModelEmbedder(self.text_model, dim, self.info.get("max_seq_length"), batch_size), codes)
     search_dir = os.path.join(export_dir, "search", str(self.version))
     self.search_model = tf.saved_model.load(search_dir) if os.path.isdir(search_dir) else None
-    binary_dir = os.path.join(export_dir, binary_search.KIND, str(self.version))
+    binary_dir = os.path.join(export_dir, binary_search_model.KIND, str(self.version))
     self.binary_search_model = tf.saved_model.load(binary_dir) if os.path.isdir(binary_dir) else None
 
   @property
-  def dim(self):
-    return self.info["dim"]
-
-  @property
   def max_seq_length(self):
-    return self.info["max_seq_length"]
-
-  def _embed(self, texts, batch_size=None, show_progress_bar=None):
-    """np.float32 [n, D] through the text model (st_api's hook; no progress line)."""
-    del show_progress_bar  # unused
-    return encode_with_saved_model(self.text_model, texts, batch_size or self.batch_size)
-
-  def _token_outputs(self, texts, batch_size):
-    raise ValueError("an export serves sentence vectors only: output_value must be 'sentence_embedding'")
+    return self.calibrated_embedder.max_seq_length
 
   def search(self, queries, k=10, precision="float32", candidates=None, nprobe=None):
     """The export's corpus searched in its graph: top-k by cosine (precision "float32", search/<version>), or by
@@ -141,7 +152,7 @@ class ExportedEncoder(st_api.StApi):
       queries: str or list of n str.
       k: int >= 1.
       precision: "float32" or "binary".
-      candidates: int >= k or None (`quantized_search.candidates_for`), the Hamming-nearest rescored (binary).
+      candidates: int >= k or None (`hamming_search.candidates_for`), the Hamming-nearest rescored (binary).
       nprobe: int >= 1, the lists of an inverted-file index probed (binary, its "search_probe" signature); None:
         the export's default.
 
@@ -149,7 +160,7 @@ class ExportedEncoder(st_api.StApi):
       list of n lists of {"corpus_id": int, "score": float, "sentence": str}, best first.
     """
     search.check_top_k(k, "k")
-    quantized_search.check_search_precision(precision)
+    hamming_search.check_search_precision(precision)
     model = self.search_model if precision == "float32" else self.binary_search_model
     if model is None:
       how = "corpus=..." if precision == "float32" else 'corpus=..., search="binary"'
@@ -159,7 +170,7 @@ class ExportedEncoder(st_api.StApi):
     inputs = {"queries": tf.constant(queries, tf.string), "k": tf.constant(k, tf.int32)}
     signature = "serving_default"
     if precision == "binary":
-      inputs["candidates"] = tf.constant(quantized_search.candidates_for(k, candidates), tf.int32)
+      inputs["candidates"] = tf.constant(hamming_search.candidates_for(k, candidates), tf.int32)
     if nprobe is not None:
       if precision != "binary" or "search_probe" not in model.signatures:
         raise ValueError("nprobe needs a binary search export with an inverted-file index (num_lists >= 1); this "

@@ -8,54 +8,37 @@
   enc.save("my_encoder"); SentenceEncoder.load("my_encoder")
   enc.export("export/", corpus=sentences)         # SavedModels: text/, ids/ (and search/ with a corpus)
 
-Saving and loading (the files, the fingerprint that ties a calibration to its model) are encoder_folder.py's.
-It reuses the project's parts: `loaders.load_model`, `SentenceEmbedder` behind an `EmbeddingStore` (each distinct
-sentence runs through BERT once per object), `calibration.calibrator` (flow or baselines) and `export`.
+It is made of two parts, each with its contract, that st_api.StApi's sentence-transformers calls use:
+  calibrated_embedder   calibrated_embedder.CalibratedEmbedder: BERT and pooling behind an EmbeddingStore, then
+                        the calibration (`calibration.calibrator`: a flow or a baseline): sentences -> vectors [n, D]
+  sentence_codes        quantization.sentence_codes.SentenceCodes: Normalize, truncate_dim, the calibration's
+                        truncation order and int8 ranges: vectors -> what `encode` returns, codes included
+and hands them, as values, to encoder_folder (save and load, the fingerprint), encoder_export (export) and
+quantization.code_search (semantic_search at a precision).
 
 Legend: n, m = sentences, D = the (calibrated) embedding width.
 """
 import dataclasses
-import os
+import functools
 
-import numpy as np
 import tensorflow as tf
 
+from bert_flow_tf import calibrated_embedder as calibrated_lib
+from bert_flow_tf import encoder_export
 from bert_flow_tf import encoder_folder
-from bert_flow_tf import loaders
-from bert_flow_tf import code_search
 from bert_flow_tf import st_api
 from bert_flow_tf import st_habits
-from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import flow_fitting
-from bert_flow_tf.calibration import store_stream
-from bert_flow_tf.data import pairs as pairs_lib
 from bert_flow_tf.embedding import settings
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
-from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.loaders import presets
 from bert_flow_tf.loaders import st_folder
 from bert_flow_tf.modeling import packing
-from bert_flow_tf.modeling import pooling as pooling_lib
-from bert_flow_tf.serving import binary_search
-from bert_flow_tf.serving import export as export_lib
-from bert_flow_tf.serving import litert as litert_export
-from bert_flow_tf.serving import search_model
-from bert_flow_tf.utils import io_utils
+from bert_flow_tf.quantization import code_search
+from bert_flow_tf.quantization import sentence_codes
 
 
-def _embedder(model, pooling, max_seq_length, load_kwargs):
-  """SentenceEmbedder of a model name, path or loaders.LoadedModel; max_seq_length None: the model's own
-  (max_position_embeddings, else 512)."""
-  if isinstance(model, loaders.LoadedModel):
-    if load_kwargs:
-      raise ValueError(f"load options {sorted(load_kwargs)} given with an already loaded model")
-  else:
-    model = loaders.load_model(model, **load_kwargs)
-  own_length = model.config.max_position_embeddings if model.config else 512
-  return SentenceEmbedder(model, pooling, max_seq_length or own_length)
-
-
-class SentenceEncoder(st_api.StApi, st_habits.StHabits, encoder_folder.EncoderFiles):
+class SentenceEncoder(st_api.StApi):
   """Sentences -> (calibrated) vectors with a loaded BERT and a named pooling, answering sentence-transformers'
   calls (`encode`, `similarity`, ...: st_api, docs/api.md).
 
@@ -74,36 +57,34 @@ class SentenceEncoder(st_api.StApi, st_habits.StHabits, encoder_folder.EncoderFi
     normalize: bool or None, unit-length vectors out of `encode`; None: whether the model ends with a Normalize.
 
   Attributes:
+    calibrated_embedder, sentence_codes: its parts (see the module notes).
     embedder: the SentenceEmbedder (model, tokenizer, pooling, max_seq_length).
-    calibration: FlowCalibration, BaselineCalibration or None.
-    fingerprint: str, see the module notes.
+    calibration: FlowCalibration, BaselineCalibration or None (read and set).
+    store: the EmbeddingStore (in cache_dir, else in memory); cache_dir: as given.
+    fingerprint: str, `encoder_folder.fingerprint`.
     max_seq_length: int, tokens per sentence (read and set; longer ones are cut, with one warning each).
   """
 
   def __init__(self, model=presets.DEFAULT, calibration=None, batch_size=settings.BATCH_SENTENCES, cache_dir=None,
                prompts=None, default_prompt_name=None, truncate_dim=None, similarity_fn_name=None, normalize=None,
                pooling=None, max_seq_length=None, **load_kwargs):
-    self.default_device, load_kwargs = st_habits.constructor_words(model, load_kwargs)  # device=, ... (docs/api.md)
+    device, load_kwargs = st_habits.constructor_words(model, load_kwargs)  # device=, ... (docs/api.md)
     st = st_folder.settings_of(model.loaded.source if isinstance(model, SentenceEmbedder) else model)
     if isinstance(model, SentenceEmbedder):
       if pooling or max_seq_length or load_kwargs:
         raise ValueError("pooling, max_seq_length and load options are the SentenceEmbedder's own: give a model")
-      self.embedder = model
+      embedder = model
     else:
-      self.embedder = _embedder(model, pooling or (st.pooling if st else settings.POOLING),
-                                max_seq_length or (st and st.max_seq_length), load_kwargs)
-    self.batch_size = batch_size
+      embedder = calibrated_lib.sentence_embedder(model, pooling or (st.pooling if st else settings.POOLING),
+                                                  max_seq_length or (st and st.max_seq_length), load_kwargs)
+    codes = sentence_codes.SentenceCodes(bool(st and st.normalize) if normalize is None else bool(normalize),
+                                         truncate_dim)
+    super().__init__(calibrated_lib.CalibratedEmbedder(embedder, batch_size, cache_dir), codes,
+                     (st.prompts if st else {}) if prompts is None else prompts,
+                     default_prompt_name or (st and st.default_prompt_name) or None,
+                     similarity_fn_name or (st and st.similarity_fn_name) or None, device)
     self.cache_dir = cache_dir
-    self.store = EmbeddingStore(self.embedder, cache_dir=cache_dir, batch_size=batch_size)
-    self.prompts = dict((st.prompts if st else {}) if prompts is None else prompts)
-    default_prompt_name = default_prompt_name or (st and st.default_prompt_name) or None
-    if default_prompt_name is not None and default_prompt_name not in self.prompts:
-      raise ValueError(f"default_prompt_name {default_prompt_name!r} is not among the prompts {sorted(self.prompts)}")
-    self.default_prompt_name = default_prompt_name
-    self.truncate_dim = truncate_dim
-    self.similarity_fn_name = similarity_fn_name or (st and st.similarity_fn_name) or None
-    self.normalize = bool(st and st.normalize) if normalize is None else bool(normalize)
-    self._set_calibration(calibration)
+    self.calibration = calibration
 
   @classmethod
   def from_pretrained(cls, model=presets.DEFAULT, pooling=None, max_seq_length=None,
@@ -126,7 +107,7 @@ class SentenceEncoder(st_api.StApi, st_habits.StHabits, encoder_folder.EncoderFi
       cache_dir: str or None, see the class.
       prompts: dict name -> str or None (the folder's); default_prompt_name: str or None.
       truncate_dim: int or None, `encode` keeps truncate_dim dimensions after the calibration (the first; a flow's:
-        those of largest variance on its fit sentences, `calibration.truncation`).
+        those of largest variance on its fit sentences, `quantization.truncation`).
       similarity_fn_name: "cosine" (default), "dot", "euclidean" or "manhattan".
       **load_kwargs: to loaders.load_model (do_lower_case, vocab_file, ...); device=, trust_remote_code=: st_habits.
 
@@ -138,36 +119,42 @@ class SentenceEncoder(st_api.StApi, st_habits.StHabits, encoder_folder.EncoderFi
                similarity_fn_name=similarity_fn_name, pooling=pooling, max_seq_length=max_seq_length, **load_kwargs)
 
   @property
-  def truncation_order(self):
-    """int32 [D] or None: the dimensions `truncate_dim` keeps first (its calibration's; `calibration.truncation`)."""
-    return None if self.calibration is None else self.calibration.truncation_order
+  def embedder(self):
+    """The SentenceEmbedder: model, tokenizer, pooling, max_seq_length."""
+    return self.calibrated_embedder.embedder
 
   @property
-  def int8_ranges(self):
-    """float32 [2, D] or None: its calibration's int8 ranges (`calibration.int8_ranges`; `sentence_codes`)."""
-    return None if self.calibration is None else self.calibration.int8_ranges
+  def store(self):
+    """The EmbeddingStore of the raw vectors (on disk in cache_dir, else in memory)."""
+    return self.calibrated_embedder.store
 
   @property
-  def dim(self):
-    """int, the width of the calibrated vectors: the pooling's, or the calibration's (whitening-k: k)."""
-    return self.embedder.dim if self.calibration is None else self.calibration.dim
+  def calibration(self):
+    """FlowCalibration, BaselineCalibration or None; setting one checks its width and gives `sentence_codes` its
+    truncation order and int8 ranges."""
+    return self.calibrated_embedder.calibration
+
+  @calibration.setter
+  def calibration(self, calibration):
+    self.calibrated_embedder.calibrate(calibration)
+    self.sentence_codes.truncation_order = None if calibration is None else calibration.truncation_order
+    self.sentence_codes.int8_ranges = None if calibration is None else calibration.int8_ranges
 
   @property
   def max_seq_length(self):
-    """int, tokens per sentence including [CLS] and [SEP]."""
-    return self.embedder.max_seq_length
+    """int, tokens per sentence including [CLS] and [SEP] (set before fit: `CalibratedEmbedder.with_max_seq_length`)."""
+    return self.calibrated_embedder.max_seq_length
 
   @max_seq_length.setter
   def max_seq_length(self, value):
-    if value == self.embedder.max_seq_length:
-      return
-    if self.calibration is not None:
-      raise ValueError(f"max_seq_length stays {self.embedder.max_seq_length} while a calibration fitted on those "
-                       "vectors is set; set it before fit, or make a new encoder")
-    self.embedder = SentenceEmbedder(self.embedder.loaded, self.embedder.pooling_spec.name, int(value),
-                                     strategy=self.embedder.strategy)
-    self.store = EmbeddingStore(self.embedder, cache_dir=self.cache_dir, batch_size=self.batch_size)
-    self.__dict__.pop("fingerprint", None)
+    if value != self.max_seq_length:
+      self.calibrated_embedder = self.calibrated_embedder.with_max_seq_length(value)
+      self.__dict__.pop("fingerprint", None)
+
+  @property
+  def tokenizer(self):
+    """The model's bert_flow_tf.modeling.tokenizer.BertTokenizer (a Keras layer: strings -> the packed inputs)."""
+    return self.embedder.tokenizer
 
   def tokenize(self, texts):
     """The model's inputs for `texts` (str or list), packed to the longest: dict packing.INPUT_NAMES -> int32 [n, S]."""
@@ -175,24 +162,10 @@ class SentenceEncoder(st_api.StApi, st_habits.StHabits, encoder_folder.EncoderFi
     pieces = self.embedder.tokenizer.tokenize(tf.constant(texts, tf.string))
     return packing.pack_to_longest(self.embedder.tokenizer, pieces)
 
-  def _embed(self, texts, batch_size=None, show_progress_bar=None):
-    """np.float32 [n, D], the calibrated vectors of a list of str (st_api's hook)."""
-    vectors = self.encode_raw(texts, batch_size, show_progress_bar)
-    return vectors if self.calibration is None else self.calibration.transform(vectors)
-
-  def _token_outputs(self, texts, batch_size):
-    return self.embedder.token_outputs(texts, batch_size)
-
   def encode_raw(self, sentences, batch_size=None, show_progress_bar=None):
-    """The pooled BERT vectors before any calibration: a list of n str -> np.float32 [n, D] (the pooling's D); warns
-    when sentences were cut to max_seq_length tokens, once per sentence (`SentenceEmbedder.warn_cut`)."""
-    sentences = list(sentences)
-    for i, sentence in enumerate(sentences):
-      if not isinstance(sentence, str):
-        raise ValueError(f"sentences must be str; item {i} is {type(sentence).__name__}: {sentence!r}")
-    self.embedder.warn_cut(sentences)
-    self.store.batch_size = batch_size or self.batch_size
-    return self.store.vectors(sentences, self.embedder.pooling_spec, show_progress_bar)
+    """The pooled BERT vectors before any calibration: a list of n str -> np.float32 [n, D] (the pooling's D)
+    (`CalibratedEmbedder.raw`)."""
+    return self.calibrated_embedder.raw(sentences, batch_size, show_progress_bar)
 
   def fit(self, sentences, method="flow", flow_config=None, learning_rate=None, num_train_epochs=None,
           batch_size=None, seed=None, init=None, from_store=False):
@@ -203,11 +176,8 @@ class SentenceEncoder(st_api.StApi, st_habits.StHabits, encoder_folder.EncoderFi
     1, 2 and 3, ...; an odd last one with the first), as run_flow.py pairs the lines of a sentences file. The
     settings are checked before any sentence is embedded.
 
-    With `from_store=True` (an encoder made with a cache_dir) the sentences are embedded into the store, then the
-    flow or whitening is fitted by reading the store block by block, restricted to these sentences: memory that does
-    not grow with N (`calibration.store_stream`; run_flow.py's --fit_from_store). Each distinct sentence then counts
-    once and pairs with the next stored row of its shard (an order set by the sentences' hashes); the flow's
-    `calibration.summary["provenance"]["pairs"]` records it. The other baselines need every vector and are refused.
+    With `from_store=True` (an encoder made with a cache_dir) the flow or whitening is fitted by reading the store
+    block by block: memory that does not grow with N (`CalibratedEmbedder.fit`; run_flow.py's --fit_from_store).
 
     Args:
       sentences: list of N >= 2 str (or their raw vectors [N, D] from `encode_raw`).
@@ -217,56 +187,25 @@ class SentenceEncoder(st_api.StApi, st_habits.StHabits, encoder_folder.EncoderFi
         FlowFitConfig's default. Ignored by the baselines.
       from_store: bool, fit by reading the store on disk (see above); `sentences` must then be text.
 
-    Returns:
-      self.
-
-    Raises:
-      ValueError: a setting out of its range (named as above), a Glow config that does not load, fewer pairs
-        than one step, or sentences that are not a list of str or vectors of this encoder's width.
+    Returns self. Raises ValueError: a setting out of its range (named as above), a Glow config that does not load,
+    fewer pairs than one step, or sentences that are not a list of str or vectors of this encoder's width.
     """
     given = {"flow_model_config": flow_config, "learning_rate": learning_rate, "num_train_epochs": num_train_epochs,
              "batch_size": batch_size, "seed": seed, "init": init}
     fit_config = dataclasses.replace(flow_fitting.FlowFitConfig(),
                                      **{name: value for name, value in given.items() if value is not None})
-    if isinstance(sentences, str):
-      raise ValueError(f"fit needs a list of sentences, got one str: {sentences!r}")
-    is_text = isinstance(sentences, (list, tuple)) and all(isinstance(s, str) for s in sentences)
-    if from_store and not is_text:
-      raise ValueError("fit(from_store=True) reads the sentences' vectors from the store: give a list of str")
-    if method == calibrator.FLOW:
-      fit_config.glow_config()
-      if not from_store:  # from the store, the pairs are counted once the distinct sentences are stored
-        fit_config.num_steps(len(pairs_lib.consecutive_pairs(len(sentences))[0]), "the sentences")
-    if from_store:
-      x = self._stored(sentences)
-    else:
-      x = self.encode_raw(sentences) if is_text else np.asarray(sentences, np.float32)
-    if not from_store and x.ndim == 2 and x.shape[1] != self.embedder.dim:
-      raise ValueError(f"fit got vectors of width {x.shape[1]}; this encoder's raw vectors are "
-                       f"D={self.embedder.dim} ({self.embedder.pooling_spec.describe()})")
-    self._set_calibration(calibrator.fit(method, x, fit_config))
+    self.calibration = self.calibrated_embedder.fit(sentences, method, fit_config, from_store)
     return self
-
-  def _stored(self, sentences):
-    """store_stream.StoreShards of `sentences`, embedded into the store on disk first (what is missing)."""
-    if not self.store.folder:
-      raise ValueError("fit(from_store=True) reads the embedding store on disk; this encoder keeps it in memory "
-                       "(give cache_dir to from_pretrained or load)")
-    self.store.ensure(sentences, pooling_lib.quantities(self.embedder.pooling_spec))
-    return store_stream.fit_set(self.store.folder, self.embedder.pooling_spec, sentences)
-
-  def _set_calibration(self, calibration):
-    if calibration is not None and calibration.input_dim != self.embedder.dim:
-      raise ValueError(f"a calibration of vectors of width {calibration.input_dim} cannot calibrate this "
-                       f"encoder's D={self.embedder.dim} ({self.embedder.pooling_spec.describe()})")
-    self.calibration = calibration
 
   def semantic_search(self, queries, corpus, top_k=10, precision="float32", rescore=True, candidates=None,
                       num_lists=0, nprobe=None):
-    """As st_api.StApi.semantic_search; precision="binary": `code_search.encoder_search` (None: its defaults)."""
+    """As st_api.StApi.semantic_search; precision="binary": `code_search.semantic_search` of the vectors `encode`
+    gives for cosine and the int8 ranges cut alike (rescore, candidates, num_lists, nprobe: its; None: its
+    defaults)."""
     if precision != "float32":
-      return code_search.encoder_search(self, queries, corpus, top_k, precision, rescore, candidates, num_lists,
-                                        nprobe)
+      return code_search.semantic_search(self.vectors_of(queries, True), self.vectors_of(corpus, True), top_k,
+                                         precision, rescore, candidates, self.sentence_codes.kept_ranges(),
+                                         num_lists, nprobe)
     return super().semantic_search(queries, corpus, top_k)
 
   def export(self, export_dir, version=1, overwrite=False, corpus=None, search="float32", truncate_dim=None,
@@ -276,29 +215,79 @@ class SentenceEncoder(st_api.StApi, st_habits.StHabits, encoder_folder.EncoderFi
     as run_flow.py --export_dir; with a corpus also search/<version> (serving/search_model.py) or
     binary_search/<version>. `ExportedEncoder` loads them back.
 
-    Args:
-      export_dir: str.
-      version: int >= 1, TF Serving's version directory.
-      overwrite: bool, replace existing versions (SavedModels only; see serving/export.py).
-      corpus: None, a list of str, or the path of a UTF-8 file with one sentence per line.
-      search, truncate_dim, precisions, num_lists: see serving.binary_search.export_encoder (docs/quantization.md).
-      litert: bool, also litert/model.tflite and model_int8.tflite: `encode`'s vectors (serving/litert.py).
+    Args (`encoder_export.export`'s, docs/quantization.md): export_dir (str); version (int >= 1, TF Serving's
+    version directory); overwrite (replace existing versions); corpus (None, a list of str, or the path of a UTF-8
+    file with one sentence per line); search ("float32" or "binary"), truncate_dim, precisions, num_lists; litert
+    (bool, also litert/model.tflite and model_int8.tflite: `encode`'s vectors, serving/litert.py).
 
     Returns:
       dict: "text", "ids", "search" or "binary_search" (with a corpus) (SavedModel directories), "info", "litert".
+    """
+    return encoder_export.export(self.calibrated_embedder, self.sentence_codes, export_dir, version, overwrite,
+                                 corpus, search, truncate_dim, precisions, litert, num_lists)
+
+  @functools.cached_property
+  def fingerprint(self):
+    """str, `encoder_folder.fingerprint` of its embedder: hashed on first use (save, load, describe)."""
+    return encoder_folder.fingerprint(self.embedder)
+
+  def describe(self):
+    """One line: the model, pooling, max_seq_length and fingerprint."""
+    return encoder_folder.describe(self.embedder.loaded.source, self.embedder.pooling_spec.name,
+                                   self.embedder.max_seq_length, self.fingerprint)
+
+  def save(self, path, overwrite=False):
+    """Writes the encoder's description, settings and calibration to the directory `path`, atomically; replaces
+    only a folder `save` wrote, an empty one, or with overwrite=True another (`encoder_folder.save`). Returns path."""
+    settings_ = {"prompts": self.prompts, "default_prompt_name": self.default_prompt_name,
+                 "truncate_dim": self.truncate_dim, "similarity_fn_name": self.similarity_fn_name,
+                 "normalize": self.normalize}
+    return encoder_folder.save(path, self.embedder, self.fingerprint, self.calibration, settings_, overwrite)
+
+  def save_pretrained(self, path, overwrite=False):
+    """sentence-transformers' name of `save`."""
+    return self.save(path, overwrite=overwrite)
+
+  @classmethod
+  def load(cls, path, model=None, batch_size=settings.BATCH_SENTENCES, cache_dir=None, trust_saved_model=False):
+    """Restores what `save(path)` wrote: the model it names (or `model`), pooling, max_seq_length, settings and
+    calibration.
+
+    The folder's files are data (docs/security.md): a SavedModel it names (a program) is loaded only when the
+    caller names it (`model=`) or opts in with `trust_saved_model=True`. A relative model path is read from `path`.
+
+    Args:
+      path: str, a directory written by `save`.
+      model: None (the model path or preset the file names), another path, or a loaders.LoadedModel; it must be
+        the model the calibration was fitted on (same fingerprint).
+      batch_size, cache_dir: as `from_pretrained`.
+      trust_saved_model: bool, load (and so run) a SavedModel that the folder's sentence_encoder.json names.
+
+    Returns:
+      SentenceEncoder.
 
     Raises:
-      ValueError: an empty corpus.
+      errors.UserError: a missing, broken or unreadable file, or a SavedModel named without the opt-in (one line
+        naming the file); ValueError: the model found is not the one saved (one line naming both).
     """
-    if isinstance(corpus, (str, os.PathLike)):
-      corpus = io_utils.read_lines(os.fspath(corpus))
-    in_graph = export_lib.in_graph(self.calibration)
-    paths = binary_search.export_encoder(self, in_graph, export_dir, version, overwrite, corpus, search, truncate_dim,
-                                         precisions, num_lists)
-    if corpus is not None and search == "float32":
-      corpus = list(corpus)
-      paths["search"] = search_model.export_search_model(self.embedder, in_graph, self._embed(corpus), corpus,
-                                                         export_dir, version=version, overwrite=overwrite)
-    if litert:
-      paths["litert"] = litert_export.export_encoder(self, in_graph, export_dir, truncate_dim, overwrite)
-    return paths
+    info = encoder_folder.read_info(path)
+    with encoder_folder.loading_errors(path, named_by_folder=model is None):
+      if model is None:
+        model = encoder_folder.model_of(path, info["model"], trust_saved_model)
+      encoder = cls.from_pretrained(model, batch_size=batch_size, cache_dir=cache_dir,
+                                    **encoder_folder.constructor_settings(info, model))
+    encoder.normalize = info.get("normalize", encoder.normalize)
+    return encoder.load_calibration(path)
+
+  def load_calibration(self, path):
+    """Sets the calibration `save(path)` wrote, after checking it was fitted on this encoder's vectors
+    (`encoder_folder.saved_calibration`: ValueError naming both when not). Returns self."""
+    self.calibration = encoder_folder.saved_calibration(path, self.fingerprint, self.describe())
+    return self
+
+  def load_flow(self, flow_dir):
+    """Sets a flow fitted by run_flow.py (exp/<name>/flows/<fit>-<dataset>) or `flow_fitting.fit_flow`, after
+    checking its flow.json: fitted on vectors of this width, pooling and max_seq_length
+    (`encoder_folder.fitted_flow_calibration`: ValueError naming each setting that differs). Returns self."""
+    self.calibration = encoder_folder.fitted_flow_calibration(flow_dir, self.embedder)
+    return self

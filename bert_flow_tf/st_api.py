@@ -1,19 +1,21 @@
 """What sentence-transformers users call on a model, over any encoder's vectors (docs/api.md).
 
-`StApi` gives a class `encode` in sentence-transformers' signature, `encode_query` / `encode_document`, prompts,
-`truncate_dim`, `get_sentence_embedding_dimension`, `similarity_fn_name`, `similarity`, `similarity_pairwise` and
-`semantic_search`, over three hooks of the class:
+`StApi` gives both encoders `encode` in sentence-transformers' signature, `encode_query` / `encode_document`,
+prompts, `truncate_dim`, `get_sentence_embedding_dimension`, `similarity_fn_name`, `similarity`,
+`similarity_pairwise`, `semantic_search` (and `device`, `to`, `eval`: st_habits.Devices), over two parts each
+encoder gives its constructor:
 
-  _embed(texts, batch_size, show_progress_bar) -> np.float32 [n, D]   the (calibrated) vectors
-  _token_outputs(texts, batch_size) -> list of n (inputs dict, float32 [S_i, H])
-  dim: int, D
+  calibrated_embedder   sentences -> the calibrated vectors, with
+                          dim: int D; max_seq_length: int; batch_size: int (read and set)
+                          embed(texts, batch_size=None, show_progress_bar=None) -> np.float32 [n, D]
+                          token_outputs(texts, batch_size=None) -> list of n (inputs dict, float32 [S_i, H])
+  sentence_codes        quantization.sentence_codes.SentenceCodes: the model's Normalize, the default truncate_dim,
+                        the calibration's truncation order and int8 ranges
 
-`encode` runs, as sentence-transformers does: prompt + text -> vectors -> unit length when the model ends with a
-Normalize (`normalize`) -> truncate_dim dimensions -> unit length (normalize_embeddings) -> precision, by the one
-contract of `sentence_codes` (the codes of a class with int8 ranges are taken from its calibrated vectors, so they
-depend on the sentence alone). The calibration (a flow, whitening) comes before all of them: truncate_dim cuts the
-calibrated vector, keeping its first truncate_dim dimensions, or for a calibration with a truncation order (a flow)
-those it orders first (`calibration.truncation`).
+`encode` runs, as sentence-transformers does: prompt + text -> calibrated vectors -> unit length when the model
+ends with a Normalize -> truncate_dim dimensions (the first, or those a flow's truncation order puts first) -> unit
+length (normalize_embeddings) -> precision, by the one contract of `quantization.sentence_codes` (with int8
+ranges, the codes of the calibrated vectors: they depend on the sentence alone).
 
 Legend: n = sentences, D = width, S_i = the tokens of sentence i.
 """
@@ -23,10 +25,10 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_flow_tf import quantization
 from bert_flow_tf import search
-from bert_flow_tf import sentence_codes
 from bert_flow_tf import similarity as similarity_lib
+from bert_flow_tf import st_habits
+from bert_flow_tf.quantization import st_layouts
 from bert_flow_tf.utils import progress
 
 OUTPUT_VALUES = ("sentence_embedding", "token_embeddings", None)
@@ -43,28 +45,6 @@ def texts_of(value):
   return None
 
 
-def device_scope(device):
-  """A tf.device context for `device`: None (TF's placement), "cpu", "gpu", "cuda", "cuda:1", "/GPU:0", ...
-
-  Raises:
-    ValueError: a list of devices (multi-process encoding), or a device this machine does not have.
-  """
-  if device is None:
-    return contextlib.nullcontext()
-  if not isinstance(device, str):
-    raise ValueError(f"device must be None or one device name such as 'cpu', 'gpu:0' or '/GPU:0', got {device!r} "
-                     "(multi-process encoding over a list of devices is not supported)")
-  name = device.strip().lower().replace("cuda", "gpu")
-  kind, _, index = name.lstrip("/").replace("device:", "").partition(":")
-  if kind not in ("cpu", "gpu") or (index and not index.isdigit()):
-    raise ValueError(f"device {device!r} is not a device name: use 'cpu', 'gpu', 'gpu:N', 'cuda:N' or '/GPU:N'")
-  spec = f"/{kind.upper()}:{index or 0}"
-  known = [d.name.replace("/device:", "/") for d in tf.config.list_logical_devices()]
-  if spec not in known:
-    raise ValueError(f"device {device!r} ({spec}) is not on this machine, which has {', '.join(known)}")
-  return tf.device(spec)
-
-
 def _inputs(inputs, kwargs):
   """encode's `inputs`, or sentence-transformers 5's `sentences=` popped from kwargs (6 still takes that name)."""
   if "sentences" in kwargs:
@@ -76,23 +56,29 @@ def _inputs(inputs, kwargs):
   return inputs
 
 
-class StApi:
-  """sentence-transformers' calls over the hooks of the module notes.
+class StApi(st_habits.Devices):
+  """sentence-transformers' calls over an encoder's parts (see the module notes).
 
-  Attributes the class may set: prompts (dict name -> str), default_prompt_name (str or None), truncate_dim (int or
-  None), truncation_order (int32 [D] or None: the dimensions truncate_dim keeps first, `calibration.truncation`),
-  int8_ranges (float32 [2, D] or None: the calibration's, `calibration.int8_ranges`), normalize (bool: the model ends with a Normalize), similarity_fn_name ("cosine" (default), "dot",
-  "euclidean" or "manhattan"; bert_flow_tf.similarity).
+  Args:
+    calibrated_embedder: the sentences' calibrated vectors (the module notes' contract).
+    sentence_codes: quantization.sentence_codes.SentenceCodes of those vectors.
+    prompts: dict name -> str, or None (none); default_prompt_name: str (a key of prompts) or None.
+    similarity_fn_name: "cosine" (None: the default), "dot", "euclidean" or "manhattan" (bert_flow_tf.similarity).
+    default_device: str or None, the device `encode` runs on when a call names none (st_habits.Devices).
+
+  Raises ValueError: default_prompt_name not among the prompts, or an unknown similarity_fn_name.
   """
 
-  prompts = {}
-  default_prompt_name = None
-  truncate_dim = None
-  truncation_order = None
-  int8_ranges = None
-  normalize = False
-  default_device = None  # the device `encode` runs on when the call names none (st_habits: `to`)
-  _similarity_fn_name = None
+  def __init__(self, calibrated_embedder, sentence_codes, prompts=None, default_prompt_name=None,
+               similarity_fn_name=None, default_device=None):
+    self.calibrated_embedder = calibrated_embedder
+    self.sentence_codes = sentence_codes
+    self.prompts = dict(prompts or {})
+    if default_prompt_name is not None and default_prompt_name not in self.prompts:
+      raise ValueError(f"default_prompt_name {default_prompt_name!r} is not among the prompts {sorted(self.prompts)}")
+    self.default_prompt_name = default_prompt_name
+    self.similarity_fn_name = similarity_fn_name
+    super().__init__(default_device)
 
   @property
   def similarity_fn_name(self):
@@ -101,6 +87,48 @@ class StApi:
   @similarity_fn_name.setter
   def similarity_fn_name(self, value):
     self._similarity_fn_name = None if value is None else similarity_lib.check_name(value)
+
+  @property
+  def dim(self):
+    """int D, the width of the calibrated vectors."""
+    return self.calibrated_embedder.dim
+
+  @property
+  def batch_size(self):
+    """int, sentences per batch unless `encode` is given one (read and set)."""
+    return self.calibrated_embedder.batch_size
+
+  @batch_size.setter
+  def batch_size(self, value):
+    self.calibrated_embedder.batch_size = value
+
+  @property
+  def truncate_dim(self):
+    """int or None: the dimensions `encode` keeps when a call names none (read and set)."""
+    return self.sentence_codes.truncate_dim
+
+  @truncate_dim.setter
+  def truncate_dim(self, value):
+    self.sentence_codes.truncate_dim = value
+
+  @property
+  def normalize(self):
+    """bool: unit-length vectors out of `encode` (the model ends with a Normalize; read and set)."""
+    return self.sentence_codes.normalize
+
+  @normalize.setter
+  def normalize(self, value):
+    self.sentence_codes.normalize = bool(value)
+
+  @property
+  def truncation_order(self):
+    """int32 [D] or None: the dimensions `truncate_dim` keeps first (the calibration's, `quantization.truncation`)."""
+    return self.sentence_codes.truncation_order
+
+  @property
+  def int8_ranges(self):
+    """float32 [2, D] or None: the calibration's int8 ranges (`quantization.int8_ranges`; `sentence_codes`)."""
+    return self.sentence_codes.int8_ranges
 
   def vectors_of(self, texts_or_vectors, for_cosine=False):
     """Sentences (str, list of str, numpy string array) encoded as `encode` does, or vectors [n, D] / [D] ->
@@ -114,7 +142,7 @@ class StApi:
       return np.atleast_2d(np.asarray(texts_or_vectors, np.float32))
     prompt = self._prompt(None, None)
     texts = [prompt + text for text in texts] if prompt else texts
-    return self._embedded(texts, truncate_dim=self.truncate_dim, model_normalize=not for_cosine)
+    return self._encoded(texts, truncate_dim=self.truncate_dim, model_normalize=not for_cosine)[1]
 
   def similarity(self, a, b):
     """similarity_fn_name's scores of every a with every b.
@@ -148,7 +176,6 @@ class StApi:
     search.check_top_k(top_k)
     return search.semantic_search(self.vectors_of(queries, True), self.vectors_of(corpus, True), top_k=top_k)
 
-
   def _prompt(self, prompt_name, prompt):
     """The text to put before each sentence, as sentence-transformers picks it; None for none."""
     if prompt is not None:
@@ -161,18 +188,12 @@ class StApi:
       return self.prompts[prompt_name]
     return self.prompts.get(self.default_prompt_name) if self.default_prompt_name else None
 
-  def _embedded(self, texts, batch_size=None, show_progress_bar=None, truncate_dim=None, normalize_embeddings=False,
-                model_normalize=True):
-    """np.float32 [n, D'] of a list of str: vectors -> Normalize -> truncate -> normalize_embeddings."""
-    return self._encoded(texts, batch_size, show_progress_bar, truncate_dim, normalize_embeddings,
-                         model_normalize)[1]
-
   def _encoded(self, texts, batch_size=None, show_progress_bar=None, truncate_dim=None, normalize_embeddings=False,
                model_normalize=True):
-    """(calibrated float32 [n, D], returned float32 [n, D']): `sentence_codes.vectors` of a list of str."""
-    calibrated = self._embed(texts, batch_size, show_progress_bar)
-    return calibrated, sentence_codes.vectors(calibrated, model_normalize and self.normalize, truncate_dim,
-                                              self.truncation_order, normalize_embeddings)
+    """(calibrated float32 [n, D], returned float32 [n, D']) of a list of str: the calibrated vectors, and what
+    `encode` returns of them (`SentenceCodes.vectors`: Normalize -> truncate -> normalize_embeddings)."""
+    calibrated = self.calibrated_embedder.embed(texts, batch_size, show_progress_bar)
+    return calibrated, self.sentence_codes.vectors(calibrated, truncate_dim, normalize_embeddings, model_normalize)
 
   def encode(self, inputs=None, prompt_name=None, prompt=None, batch_size=None, show_progress_bar=None,
              output_value="sentence_embedding", precision="float32", convert_to_numpy=True, convert_to_tensor=False,
@@ -197,7 +218,7 @@ class StApi:
       device: None (the object's `default_device`), or one device ("cpu", "gpu:0", "/GPU:0") to run on.
       normalize_embeddings: bool, unit length after truncate_dim.
       truncate_dim: int or None (the object's truncate_dim): keep truncate_dim dimensions (the first, or a flow's
-        of largest variance: `calibration.truncation`).
+        of largest variance: `quantization.truncation`).
       pool, chunk_size: multi-process encoding; only None is accepted.
       ranges: float [2, D'] or None, int8/uint8 ranges of the returned vectors (quantize_embeddings'; wins over
         the calibration's); calibration_embeddings: float [m, D'] or None, vectors to take them from.
@@ -213,7 +234,7 @@ class StApi:
     if pool is not None or chunk_size is not None:
       raise ValueError("multi-process encoding (pool, chunk_size) is not supported: encode runs one "
                        "tf.distribute strategy (from_pretrained's model and strategy)")
-    quantization.check_precision(precision)
+    st_layouts.check_precision(precision)
     progress.check_show(show_progress_bar)
     if output_value not in OUTPUT_VALUES:
       raise ValueError(f"output_value {output_value!r} is not one of {OUTPUT_VALUES}")
@@ -226,19 +247,18 @@ class StApi:
     prompt = self._prompt(prompt_name, prompt)
     if prompt:
       texts = [prompt + text for text in texts]
-    truncate_dim = self.truncate_dim if truncate_dim is None else truncate_dim
-    with device_scope(self.default_device if device is None else device):
+    truncate_dim = self.sentence_codes.cut(truncate_dim)
+    with st_habits.device_scope(self.default_device if device is None else device):
       if output_value == "sentence_embedding":
         calibrated, x = self._encoded(texts, batch_size, show_progress_bar, truncate_dim, normalize_embeddings)
-        x = sentence_codes.codes(calibrated, x, precision, truncate_dim, self.truncation_order, self.int8_ranges,
-                                 ranges, calibration_embeddings)
+        x = self.sentence_codes.codes(calibrated, x, precision, truncate_dim, ranges, calibration_embeddings)
         out = tf.constant(x) if convert_to_tensor else x if convert_to_numpy else [tf.constant(v) for v in x]
       else:
-        rows = self._token_outputs(texts, batch_size or self.batch_size)
+        rows = self.calibrated_embedder.token_outputs(texts, batch_size)
         if output_value == "token_embeddings":
           out = [tokens for _, tokens in rows]
         else:
-          x = self._embedded(texts, batch_size, False, truncate_dim, normalize_embeddings)
+          x = self._encoded(texts, batch_size, False, truncate_dim, normalize_embeddings)[1]
           out = [{**inputs, "token_embeddings": tokens, "sentence_embedding": tf.constant(v)}
                  for (inputs, tokens), v in zip(rows, x)]
     return out[0] if single else out
@@ -256,12 +276,16 @@ class StApi:
     return self.encode(inputs, prompt_name=prompt_name, prompt=prompt, **kwargs)
 
   def get_max_seq_length(self):
-    """int, tokens per sentence the model reads (the class's max_seq_length)."""
-    return self.max_seq_length
+    """int, tokens per sentence the model reads (including [CLS] and [SEP])."""
+    return self.calibrated_embedder.max_seq_length
 
   def get_sentence_embedding_dimension(self):
     """int, the width of `encode`'s vectors: `dim`, or truncate_dim when smaller."""
     return min(self.dim, self.truncate_dim) if self.truncate_dim else self.dim
+
+  def get_embedding_dimension(self):
+    """sentence-transformers 6.2's name of get_sentence_embedding_dimension."""
+    return self.get_sentence_embedding_dimension()
 
   @contextlib.contextmanager
   def truncate_sentence_embeddings(self, truncate_dim):

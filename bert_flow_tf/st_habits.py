@@ -1,19 +1,18 @@
 """sentence-transformers' habits with a model object, beyond encoding (docs/api.md, Loading and Attributes).
 
   SentenceEncoder(name, device="cpu", trust_remote_code=False, ...)   the constructor words (`constructor_words`)
-  model.device, model.to(device), model.eval()                        the device `encode` runs on
-  model.tokenizer                                                     the model's BertTokenizer layer
-  model.get_embedding_dimension(), model.save_pretrained(path)        sentence-transformers 6.2's names
+  model.device, model.to(device), model.eval()                        the device `encode` runs on (`Devices`,
+                                                                      `device_scope`)
 
 A word of SentenceTransformer's constructor is taken where it has a meaning here and refused in one line (naming it
 and what to do instead) where it has none: nothing is downloaded, and nothing a model folder ships is run.
 """
+import contextlib
 import os
 
 import tensorflow as tf
 
 from bert_flow_tf import encoder_folder
-from bert_flow_tf import st_api
 
 # Constructor words with no meaning here -> what to do instead.
 REFUSED = {
@@ -57,14 +56,39 @@ def constructor_words(model, kwargs):
     raise ValueError("trust_remote_code=True: this package runs no code from a model directory, it reads the "
                      "weights; drop it (a SavedModel you name yourself is loaded as you named it; docs/security.md)")
   device = kwargs.pop("device", None)
-  with st_api.device_scope(device):  # checks the name and that this machine has it
+  with device_scope(device):  # checks the name and that this machine has it
     pass
   return device, kwargs
 
 
-class StHabits:
-  """`device`, `to`, `eval`, `tokenizer`, `get_embedding_dimension` and `save_pretrained` over SentenceEncoder's
-  `default_device`, `embedder`, `get_sentence_embedding_dimension` and `save`."""
+def device_scope(device):
+  """A tf.device context for `device`: None (TF's placement), "cpu", "gpu", "cuda", "cuda:1", "/GPU:0", ...
+
+  Raises:
+    ValueError: a list of devices (multi-process encoding), or a device this machine does not have.
+  """
+  if device is None:
+    return contextlib.nullcontext()
+  if not isinstance(device, str):
+    raise ValueError(f"device must be None or one device name such as 'cpu', 'gpu:0' or '/GPU:0', got {device!r} "
+                     "(multi-process encoding over a list of devices is not supported)")
+  name = device.strip().lower().replace("cuda", "gpu")
+  kind, _, index = name.lstrip("/").replace("device:", "").partition(":")
+  if kind not in ("cpu", "gpu") or (index and not index.isdigit()):
+    raise ValueError(f"device {device!r} is not a device name: use 'cpu', 'gpu', 'gpu:N', 'cuda:N' or '/GPU:N'")
+  spec = f"/{kind.upper()}:{index or 0}"
+  known = [d.name.replace("/device:", "/") for d in tf.config.list_logical_devices()]
+  if spec not in known:
+    raise ValueError(f"device {device!r} ({spec}) is not on this machine, which has {', '.join(known)}")
+  return tf.device(spec)
+
+
+class Devices:
+  """`device`, `to` and `eval` over one attribute, default_device: str or None, the device `encode` runs on when a
+  call names none (None: where TensorFlow places work)."""
+
+  def __init__(self, default_device=None):
+    self.default_device = default_device
 
   @property
   def device(self):
@@ -80,7 +104,7 @@ class StHabits:
     Raises:
       ValueError: not a device name, or one this machine does not have.
     """
-    with st_api.device_scope(device):
+    with device_scope(device):
       pass
     self.default_device = device
     return self
@@ -88,16 +112,3 @@ class StHabits:
   def eval(self):
     """Returns self: encoding never runs dropout (there is no training mode to leave)."""
     return self
-
-  @property
-  def tokenizer(self):
-    """The model's bert_flow_tf.modeling.tokenizer.BertTokenizer (a Keras layer: strings -> the packed inputs)."""
-    return self.embedder.tokenizer
-
-  def get_embedding_dimension(self):
-    """sentence-transformers 6.2's name of get_sentence_embedding_dimension."""
-    return self.get_sentence_embedding_dimension()
-
-  def save_pretrained(self, path, overwrite=False):
-    """sentence-transformers' name of `save`."""
-    return self.save(path, overwrite=overwrite)

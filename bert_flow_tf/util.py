@@ -1,7 +1,7 @@
 """sentence-transformers' `util` helpers that users reach for, on numpy vectors (`from bert_flow_tf import util`).
 
   cos_sim, semantic_search     search.py's (the project's one cosine and top-k)
-  quantize_embeddings          quantization.py's
+  quantize_embeddings          quantization/st_layouts.py's
   paraphrase_mining            the most similar pairs among a model's sentences (its `encode`), best first
   paraphrase_mining_embeddings the same on vectors
   community_detection          groups of vectors whose cosine to a central one is at least a threshold

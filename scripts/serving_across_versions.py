@@ -10,7 +10,7 @@ of scripts/tf220_venv.sh):
     names (bert_flow_tf.serving.session_loader; tensorflow_text imported for the text model only).
 Prints one JSON object: each Python's versions, the audit results, and the largest |difference| of every output
 between the two versions (string outputs: 0 when equal, inf when not) and, for a fresh export, against the
-in-process SentenceEmbedder + flow (the search: against `quantized_search.search_codes` of the same vectors). Exit
+in-process SentenceEmbedder + flow (the search: against `hamming_search.search_codes` of the same vectors). Exit
 status 1 when an audit fails or a difference exceeds --tolerance (default 1e-5).
 
 Usage: python scripts/serving_across_versions.py --other_python ~/.cache/bert-flow-tf-tf220/bin/python
@@ -30,13 +30,14 @@ sys.path.insert(0, REPO)
 
 # pylint: disable=wrong-import-position
 from bert_flow_tf import loaders
-from bert_flow_tf import quantized_search
-from bert_flow_tf.calibration import int8_ranges
-from bert_flow_tf.calibration import truncation
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.modeling.tokenizer import BertTokenizer
-from bert_flow_tf.serving import binary_search
+from bert_flow_tf.quantization import binary_search_model
+from bert_flow_tf.quantization import corpus_codes
+from bert_flow_tf.quantization import hamming_search
+from bert_flow_tf.quantization import int8_ranges
+from bert_flow_tf.quantization import truncation
 from bert_flow_tf.serving import export
 from glow.model import Glow
 # pylint: enable=wrong-import-position
@@ -68,12 +69,12 @@ def export_fresh(model_dir, pooling, export_dir):
   z = flow(tf.constant(raw), training=False)[0].numpy()
   ranges = int8_ranges.fit_ranges(z)
   dims = truncation.kept_indices(truncation.fit_order(ranges), embedder.dim // 2, embedder.dim)
-  binary_search.export_binary_search(embedder, flow, [(SENTENCES, z[:, dims])], len(SENTENCES), ranges[:, dims],
-                                     export_dir, dims=dims)
+  binary_search_model.export_binary_search(embedder, flow, [(SENTENCES, z[:, dims])], len(SENTENCES), ranges[:, dims],
+                                           export_dir, dims=dims)
   queries = store.vectors(SEARCH["queries"], embedder.pooling_spec, show_progress=False)
   q = flow(tf.constant(queries), training=False)[0].numpy()[:, dims]
-  hits = quantized_search.search_codes(q, quantized_search.CorpusCodes.of(z[:, dims], ranges[:, dims]),
-                                       SEARCH["k"], SEARCH["candidates"])
+  hits = hamming_search.search_codes(q, corpus_codes.CorpusCodes.of(z[:, dims], ranges[:, dims]),
+                                     SEARCH["k"], SEARCH["candidates"])
   search = {"indices": np.array([[h["corpus_id"] for h in row] for row in hits]),
             "scores": np.array([[h["score"] for h in row] for row in hits])}
   return ids, z, search
@@ -99,8 +100,8 @@ def serve_in(python, export_dir, ids, workdir, tag):
                     "inputs": {"sentences_a": SENTENCES, "sentences_b": SENTENCES[1:] + SENTENCES[:1]}}],
           "ids": [{"saved_model": os.path.join(export_dir, "ids", "1"), "signature": "serving_default",
                    "inputs": ids}]}
-  if os.path.isdir(os.path.join(export_dir, binary_search.KIND, "1")):
-    runs[binary_search.KIND] = [{"saved_model": os.path.join(export_dir, binary_search.KIND, "1"),
+  if os.path.isdir(os.path.join(export_dir, binary_search_model.KIND, "1")):
+    runs[binary_search_model.KIND] = [{"saved_model": os.path.join(export_dir, binary_search_model.KIND, "1"),
                                  "signature": "serving_default", "inputs": SEARCH}]
   for kind, requests in runs.items():
     requests_json = os.path.join(workdir, f"{tag}-{kind}.json")
@@ -158,7 +159,8 @@ def main():
         f"{tag}/{k}": max_abs_diff(out[k], want)
         for tag, out in (("this", this_out), ("other", other_out)) for k in out if k.endswith("/embeddings")}
     report["max_abs_diff_vs_in_process"].update({
-        f"{tag}/{binary_search.KIND}/0/{name}": max_abs_diff(out[f"{binary_search.KIND}/0/{name}"], search[name])
+        f"{tag}/{binary_search_model.KIND}/0/{name}": max_abs_diff(out[f"{binary_search_model.KIND}/0/{name}"],
+                                                                   search[name])
         for tag, out in (("this", this_out), ("other", other_out)) for name in search})
   diffs = list(report["max_abs_diff_other_vs_this"].values()) + list(
       report.get("max_abs_diff_vs_in_process", {}).values())

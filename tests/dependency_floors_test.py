@@ -9,7 +9,7 @@ from packaging.requirements import Requirement
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 # name -> (the lowest version the code runs on, a version below it, what needs it)
-NEEDED = {"numpy": ("2.0.0", "1.26.4", "np.bitwise_count, the binary search's popcount (quantized_search.hamming)")}
+NEEDED = {"numpy": ("2.0.0", "1.26.4", "np.bitwise_count, the binary search's popcount (hamming_search.hamming)")}
 
 
 def groups():

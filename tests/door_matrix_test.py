@@ -1,4 +1,5 @@
-"""One sentence, one vector and one set of codes through every door (bert_flow_tf/sentence_codes.py's contract).
+"""One sentence, one vector and one set of codes through every door (bert_flow_tf/quantization/sentence_codes.py's
+contract).
 
 The tiny BERT (D = 16) with a model Normalize and a flow fitted with its int8 ranges and truncation order; doors x
 precisions x {full, truncated} x {one sentence, a batch}, against one reference computed from the calibration's
@@ -10,9 +11,9 @@ import numpy as np
 import pytest
 
 import bert_flow_tf
-from bert_flow_tf import quantization
 from bert_flow_tf import search
-from bert_flow_tf.calibration import truncation
+from bert_flow_tf.quantization import st_layouts
+from bert_flow_tf.quantization import truncation
 from bert_flow_tf.serving import session_loader
 from bert_flow_tf.utils import errors
 from tests import tiny
@@ -45,8 +46,8 @@ def reference(doors, precision, width):
   kept = truncation.kept(calibration.truncation_order, width, calibration.dim)
   if precision == "float32":
     return search.normalize(doors["calibrated"])[:, kept]
-  return quantization.quantize_embeddings(doors["calibrated"][:, kept], precision,
-                                          ranges=calibration.int8_ranges[:, kept])
+  return st_layouts.quantize_embeddings(doors["calibrated"][:, kept], precision,
+                                        ranges=calibration.int8_ranges[:, kept])
 
 
 def each_alone(encoder, **kwargs):

@@ -21,16 +21,16 @@ import tensorflow as tf
 import bert_flow_tf
 import glow
 from bert_flow_tf import exported_encoder
-from bert_flow_tf import quantization
-from bert_flow_tf import search
-from bert_flow_tf.evaluation import isotropy as isotropy_lib
-from bert_flow_tf.reporting import scores
 from bert_flow_tf import loaders
+from bert_flow_tf import search
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.calibration import fitted_flow
-from bert_flow_tf.calibration import truncation
 from bert_flow_tf.data import sts
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
+from bert_flow_tf.evaluation import isotropy as isotropy_lib
+from bert_flow_tf.quantization import st_layouts
+from bert_flow_tf.quantization import truncation
+from bert_flow_tf.reporting import scores
 from tests import tiny
 from tests import tiny_runs
 from tests.embedding.engine_vectors import engine_vectors
@@ -273,4 +273,4 @@ def test_run_flows_flow_and_export_carry_the_encoders_ranges_order_and_codes(run
       kept = truncation.kept(encoder.truncation_order, width, 384)
       np.testing.assert_array_equal(
           exported.encode(SENTENCES, precision=precision, truncate_dim=width),
-          quantization.quantize_embeddings(calibrated[:, kept], precision, ranges=encoder.int8_ranges[:, kept]))
+          st_layouts.quantize_embeddings(calibrated[:, kept], precision, ranges=encoder.int8_ranges[:, kept]))

@@ -15,7 +15,7 @@ from bert_flow_tf.evaluation import metrics
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.calibration.flow_fitting import FlowFitConfig
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
-from bert_flow_tf.experiment import run_experiments
+from bert_flow_tf.experiment_runs import run_experiments
 from bert_flow_tf.experiment_spec import ExperimentSpec
 from tests import tiny
 from tests.embedding.engine_vectors import engine_vectors

@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 
 import bert_flow_tf
-from bert_flow_tf import quantization
 from bert_flow_tf.modeling import packing
+from bert_flow_tf.quantization import st_layouts
 from tests import tiny_runs
 from tests.embedding.tiny_model import SENTENCES
 
@@ -44,9 +44,9 @@ def test_output_types_and_shapes_as_sentence_transformers(enc):
 
 def test_precision_truncate_dim_and_normalize_in_sentence_transformers_order(enc):
   x = enc.encode(SENTENCES)
-  for precision in quantization.PRECISIONS:
+  for precision in st_layouts.PRECISIONS:
     got = enc.encode(SENTENCES, precision=precision)
-    np.testing.assert_array_equal(got, quantization.quantize_embeddings(x, precision))
+    np.testing.assert_array_equal(got, st_layouts.quantize_embeddings(x, precision))
   assert enc.encode(SENTENCES, precision="binary").shape == (len(SENTENCES), 2)
   assert enc.encode(SENTENCES[0], precision="ubinary").dtype == np.uint8
   np.testing.assert_array_equal(enc.encode(SENTENCES, truncate_dim=4), x[:, :4])

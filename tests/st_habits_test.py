@@ -1,5 +1,6 @@
-"""sentence-transformers' habits with a model object (bert_flow_tf/st_habits.py): constructor words taken or
-refused in one line, device/to/eval, tokenizer, get_embedding_dimension, save_pretrained, a saved folder."""
+"""sentence-transformers' habits with a model object (bert_flow_tf/st_habits.py; tokenizer and save_pretrained in
+sentence_encoder.py, get_embedding_dimension in st_api.py): constructor words taken or refused in one line,
+device/to/eval, tokenizer, get_embedding_dimension, save_pretrained, a saved folder."""
 import pytest
 
 from bert_flow_tf import SentenceEncoder

@@ -25,16 +25,16 @@ import numpy as np
 from absl import logging
 
 import glow
-from bert_flow_tf.evaluation import isotropy as isotropy_lib
 from bert_flow_tf.calibration import baselines
 from bert_flow_tf.calibration import decompositions
 from bert_flow_tf.calibration import fitted_flow
 from bert_flow_tf.calibration import flow_fitting
-from bert_flow_tf.calibration import int8_ranges
 from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.calibration import store_stream
-from bert_flow_tf.calibration import truncation
 from bert_flow_tf.data import pairs as pairs_lib
+from bert_flow_tf.evaluation import isotropy as isotropy_lib
+from bert_flow_tf.quantization import int8_ranges
+from bert_flow_tf.quantization import truncation
 from bert_flow_tf.utils import errors
 
 FLOW = "flow"

@@ -102,7 +102,7 @@ def main(argv):
   _check_fit_set(custom, target_fit_config)
   with logs.tensorflow_startup(FLAGS.verbosity >= 1):  # the flags were read without TensorFlow: --help is quick
     # pylint: disable=g-import-not-at-top
-    from bert_flow_tf.experiment import run_experiments
+    from bert_flow_tf.experiment_runs import run_experiments
     from bert_flow_tf.utils import distribute
   strategy = engine_flags.strategy_from_flags()  # before any output: a missing device ends the run here
   output_dir = run_flow_flags.output_dir_from_flags(FLAGS, _exp_name)

@@ -22,7 +22,7 @@ import json
 import numpy as np
 import orjson
 
-from bert_flow_tf import quantized_search
+from bert_flow_tf.quantization import hamming_search
 
 TOKEN_IDS_HINT = ("input holds token ids; this server tokenizes text with its own model's vocabulary, so send the "
                   "text itself: a string or a list of strings (LangChain: OpenAIEmbeddings(..., "
@@ -145,7 +145,7 @@ def read_search(body, served, limits):
   check_model(value.get("model"), served.name)
   precision = _choice(value.get("precision", served.search_precisions[0]), "precision", served.search_precisions)
   top_k = _int(value.get("top_k", 10), "top_k", 1, 10000)
-  candidates = _int(value.get("candidates", max(top_k, quantized_search.DEFAULT_CANDIDATES)), "candidates", top_k,
+  candidates = _int(value.get("candidates", max(top_k, hamming_search.DEFAULT_CANDIDATES)), "candidates", top_k,
                     1000000)
   return SearchRequest(queries, top_k, precision, candidates)
 

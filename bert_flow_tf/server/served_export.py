@@ -14,7 +14,7 @@ import os
 
 import tensorflow as tf
 
-from bert_flow_tf import sentence_codes
+from bert_flow_tf.quantization import sentence_codes
 from bert_flow_tf.exported_encoder import ExportedEncoder
 from bert_flow_tf.modeling.tokenizer import BertTokenizer
 from bert_flow_tf.serving import text_bound

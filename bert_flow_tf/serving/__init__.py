@@ -1,10 +1,8 @@
-"""The servable SavedModels, and what TF Serving needs from them, checked without the server.
+"""The servable SavedModels, and what TF Serving needs from them, checked without the server (the binary search
+SavedModel is bert_flow_tf/quantization's binary_search_model, with the rest of quantized search).
 
   export          writes the text and ids SavedModels (sentences or token ids -> calibrated vectors)
   search_model    the search SavedModel: a corpus, exact cosine top-k in the graph
-  binary_search   the binary_search SavedModel: Hamming over sign codes, int8 rescoring (docs/quantization.md)
-  ivf_probe       its inverted-file index in the graph: the nearest lists alone scanned (bert_flow_tf/ivf_index)
-  code_ops        the graph ops both binary indexes share (sign bits into words, Hamming, int8 rescoring)
   litert          LiteRT (.tflite) files, fp32 and int8 weights, with the metadata MediaPipe's TextEmbedder reads
   text_bound      the text model's bound on each string before tokenizing
   op_audit        every op of a SavedModel, where it is registered, the oldest TF Serving release that has them
@@ -13,4 +11,4 @@
                   imports only TensorFlow, so it also runs in another TF version's venv
 """
 # The modules users import by name (the others serve them); importing the package loads none of them.
-__all__ = ["binary_search", "export", "litert", "op_audit", "search_model", "session_loader", "warmup"]
+__all__ = ["export", "litert", "op_audit", "search_model", "session_loader", "warmup"]

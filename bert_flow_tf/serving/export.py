@@ -8,7 +8,7 @@
   <export_dir>/ids/<version>/    tokenizer-free (no TF.Text ops), for servers built without them.
       serving_default: input_word_ids, input_mask, input_type_ids int32 [B, S] -> embeddings float32 [B, D]
   <export_dir>/search/<version>/ and binary_search/<version>/: the text model and a corpus, searched in the graph
-      (serving/search_model.py, serving/binary_search.py).
+      (serving/search_model.py, quantization/binary_search_model.py).
   <export_dir>/export_info.json  model source, pooling, max_seq_length, do_lower_case, calibration, flow config, D.
 
 Each SavedModel carries TF Serving warm-up requests in `assets.extra/` (bert_flow_tf.serving.warmup) when
@@ -131,7 +131,7 @@ class TextEmbedder(IdsEmbedder):
   def __init__(self, embedder, calibration, quantizer=None):
     super().__init__(embedder, calibration)
     self.tokenizer = embedder.tokenizer
-    self.quantizer = quantizer  # serving.binary_search.GraphQuantizer: serve_text's extra outputs, or None
+    self.quantizer = quantizer  # quantization.graph_quantizer.GraphQuantizer: serve_text's extra outputs, or None
     self.variables = list(self.weights) + [self.do_lower_case, self.max_seq_length]
     self.trainable_variables = [v for v in self.variables if v.trainable]
 
@@ -178,9 +178,9 @@ def export_models(embedder, calibration, export_dir, version=1, overwrite=False,
     version: int >= 1. TF Serving version directory name.
     overwrite: bool. Replace existing versions (SavedModels; a folder holding anything else is refused);
       otherwise an existing one is an error.
-    quantizer: a serving.binary_search.GraphQuantizer, or None: the text model's serving_default also returns
+    quantizer: a quantization.graph_quantizer.GraphQuantizer, or None: the text model's serving_default also returns
       its outputs ("embeddings_int8", ...: the embeddings in sentence-transformers' quantized layouts).
-    truncation_order: int [D] or None, the calibration's truncation order (`calibration.truncation`), recorded in
+    truncation_order: int [D] or None, the calibration's truncation order (`quantization.truncation`), recorded in
       export_info.json for an ExportedEncoder's truncate_dim.
     int8_ranges: float [2, D] or None, the calibration's int8 ranges, recorded in export_info.json for an
       ExportedEncoder's precision codes (`sentence_codes`: the same as the quantizer's outputs).

@@ -32,7 +32,6 @@ import types
 import tensorflow as tf
 
 from bert_flow_tf import search
-from bert_flow_tf.calibration import truncation
 from bert_flow_tf.serving import export as export_lib
 from bert_flow_tf.utils import io_utils
 
@@ -134,7 +133,7 @@ def export_litert(embedder, calibration, export_dir, normalize=False, dims=None,
     calibration: a glow.Glow, an export.Affine or None (as export.export_models).
     export_dir: str.
     normalize: bool, unit length after the calibration (the model's Normalize).
-    dims: int [D'] or None, the calibrated dimensions kept, in order (calibration.truncation.kept_indices).
+    dims: int [D'] or None, the calibrated dimensions kept, in order (quantization.truncation.kept_indices).
     overwrite: bool, replace an existing litert/ (only if it holds nothing but these files); otherwise it is an
       error.
 
@@ -164,21 +163,3 @@ def _calibration_name(calibration):
   if calibration is None:
     return "none"
   return calibration.method if isinstance(calibration, export_lib.Affine) else "flow"
-
-
-
-def export_encoder(encoder, calibration, export_dir, truncate_dim=None, overwrite=False):
-  """`export_litert` of a SentenceEncoder: the files give its `encode` (its normalize; `truncate_dim`, else its own).
-
-  Args:
-    encoder: bert_flow_tf.SentenceEncoder.
-    calibration: what its SavedModels chain (a glow.Glow, an export.Affine or None).
-    export_dir, overwrite: as `export_litert`.
-    truncate_dim: int or None (the encoder's truncate_dim).
-
-  Returns:
-    dict: "fp32" and "int8", the two files' paths.
-  """
-  truncate_dim = encoder.truncate_dim if truncate_dim is None else truncate_dim
-  dims = truncation.kept_indices(encoder.truncation_order, truncate_dim, encoder.dim) if truncate_dim else None
-  return export_litert(encoder.embedder, calibration, export_dir, encoder.normalize, dims, overwrite)

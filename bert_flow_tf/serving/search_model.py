@@ -7,7 +7,7 @@ The model stores the corpus's calibrated vectors, L2-normalised, as a float32 [D
 string [M] variable; a query batch is embedded as by the text model (serving/export.py), normalised, multiplied by
 the corpus matrix (cosine [B, M]) and reduced with `tf.math.top_k` (equal scores: the lower index first): core ops
 only, besides the tokenizer's. Its answers are those of `search.semantic_search` on the same vectors.
-serving/binary_search.py is its binary-code twin for large corpora.
+quantization/binary_search_model.py is its binary-code twin for large corpora.
 
 Legend: B = batch size, D = embedding width, M = corpus sentences.
 """

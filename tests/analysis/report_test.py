@@ -6,7 +6,7 @@ import pytest
 import scipy.stats
 
 from bert_flow_tf.analysis import report
-from bert_flow_tf.experiment import run_experiments
+from bert_flow_tf.experiment_runs import run_experiments
 from bert_flow_tf.experiment_spec import ExperimentSpec
 from tests.analysis.references import png_size
 from tests.analysis.references import word_levenshtein

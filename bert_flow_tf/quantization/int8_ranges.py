@@ -1,7 +1,7 @@
 """Int8 ranges fitted once on a calibration's own output and saved with it (`encode(precision="int8")` quantizes
 the calibrated vectors with them: `sentence_codes`).
 
-sentence-transformers' int8 layout (`quantization.quantize_embeddings`) cuts each dimension's range [lo, hi] into
+sentence-transformers' int8 layout (`st_layouts.quantize_embeddings`) cuts each dimension's range [lo, hi] into
 256 buckets. Its default range is the min and max of the vectors at hand; on the calibrated vectors here it is
 fitted once, by the "gaussian" rule:
 

@@ -1,21 +1,22 @@
 """The inverted-file binary index (numpy and in the SavedModel's graph), held to the exact scan
-(`quantized_search.search_codes`, itself held to a brute force in quantized_search_test) and to exact fp32 search."""
+(`hamming_search.search_codes`, itself held to a brute force in binary_search_test) and to exact fp32 search."""
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_flow_tf import code_search
 from bert_flow_tf import exported_encoder
-from bert_flow_tf import ivf_index
-from bert_flow_tf import quantized_search
 from bert_flow_tf import search
 from bert_flow_tf.calibration import calibrator
-from bert_flow_tf.calibration import int8_ranges
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
-from bert_flow_tf.serving import binary_search
-from bert_flow_tf.serving import code_ops
+from bert_flow_tf.quantization import binary_search_model
+from bert_flow_tf.quantization import code_search
+from bert_flow_tf.quantization import corpus_codes
+from bert_flow_tf.quantization import graph_ops
+from bert_flow_tf.quantization import hamming_search
+from bert_flow_tf.quantization import int8_ranges
+from bert_flow_tf.quantization import ivf_index
+from bert_flow_tf.quantization import ivf_probe
 from bert_flow_tf.serving import export
-from bert_flow_tf.serving import ivf_probe
 from bert_flow_tf.serving import op_audit
 from bert_flow_tf.serving import session_loader
 from tests.embedding.engine_vectors import engine_vectors
@@ -36,7 +37,7 @@ def fixture_gaussian():
   rng = np.random.default_rng(3)
   x = rng.normal(size=[1500, 70]).astype(np.float32)
   q = rng.normal(size=[5, 70]).astype(np.float32)
-  corpus = quantized_search.CorpusCodes.of(x, int8_ranges.fit_ranges(x))
+  corpus = corpus_codes.CorpusCodes.of(x, int8_ranges.fit_ranges(x))
   return x, q, corpus, ivf_index.build(corpus, 16)
 
 
@@ -53,7 +54,7 @@ def fixture_clustered():
 @pytest.mark.parametrize("rescore", [True, False])
 def test_probing_every_list_returns_the_exact_scan_in_numpy_and_in_the_graph(gaussian, rescore):
   _, q, corpus, index = gaussian
-  want = quantized_search.search_codes(q, corpus, top_k=7, candidates=60, rescore=rescore)
+  want = hamming_search.search_codes(q, corpus, top_k=7, candidates=60, rescore=rescore)
   assert ivf_index.search_index(q, index, top_k=7, candidates=60, nprobe=16, rescore=rescore) == want
   if rescore:
     ids, scores = ivf_probe.IvfBinaryIndex(index).search_vectors(tf.constant(q), tf.constant(7), tf.constant(60),
@@ -65,7 +66,7 @@ def test_probing_every_list_returns_the_exact_scan_in_numpy_and_in_the_graph(gau
 def test_the_graphs_hamming_counts_every_bit_at_any_width():
   for words in (1, 3, 4, 7):                          # every bit differs: 64 .. 448 in all (past uint8's 255)
     columns = [tf.fill([5], tf.constant(-1, tf.int64))] * words
-    np.testing.assert_array_equal(code_ops.hamming(columns, tf.zeros([words], tf.int64)).numpy(), [64 * words] * 5)
+    np.testing.assert_array_equal(graph_ops.hamming(columns, tf.zeros([words], tf.int64)).numpy(), [64 * words] * 5)
 
 
 def test_the_index_stores_each_vector_once_list_by_list(gaussian):
@@ -73,7 +74,7 @@ def test_the_index_stores_each_vector_once_list_by_list(gaussian):
   assert sorted(index.ids) == list(range(1500)) and index.offsets[0] == 0 and index.offsets[-1] == 1500
   np.testing.assert_array_equal(index.words, corpus.words[index.ids])
   np.testing.assert_array_equal(index.codes, corpus.codes[index.ids])
-  back = quantized_search.dequantize(index.codes, index.ranges)
+  back = corpus_codes.dequantize(index.codes, index.ranges)
   lists = np.repeat(np.arange(16), np.diff(index.offsets))
   np.testing.assert_array_equal(lists, np.argmax(back @ index.centroids.T, axis=1))      # the nearest centroid
   for start, end in zip(index.offsets[:-1], index.offsets[1:]):
@@ -84,7 +85,7 @@ def test_the_index_stores_each_vector_once_list_by_list(gaussian):
 def test_few_probes_find_the_exact_neighbours_of_a_clustered_set_and_the_graph_agrees(clustered):
   x, q = clustered
   ranges = int8_ranges.fit_ranges(x)
-  index = ivf_index.build(quantized_search.CorpusCodes.of(x, ranges), 32)
+  index = ivf_index.build(corpus_codes.CorpusCodes.of(x, ranges), 32)
   want = _ids(search.semantic_search(q, x, 10))                                             # exact fp32
   got = ivf_index.search_index(q, index, top_k=10, candidates=200, nprobe=4)
   assert np.mean([len(set(g) & set(w)) / 10 for g, w in zip(_ids(got), want)]) >= 0.95
@@ -102,7 +103,7 @@ def test_a_query_probes_more_lists_when_its_first_hold_fewer_than_the_candidates
   lists = ivf_index.probed_lists(scores[0], sizes, 1, int(sizes.max()) + 1)
   assert len(lists) >= 2 and sizes[lists].sum() >= sizes.max() + 1
   got = ivf_index.search_index(q, index, top_k=5, candidates=1500, nprobe=1)                 # every vector
-  assert got == quantized_search.search_codes(q, corpus, top_k=5, candidates=1500)
+  assert got == hamming_search.search_codes(q, corpus, top_k=5, candidates=1500)
 
 
 def test_bad_lists_and_probes_are_one_line(gaussian):
@@ -119,7 +120,7 @@ def test_bad_lists_and_probes_are_one_line(gaussian):
 
 def test_semantic_search_scans_every_code_unless_asked_for_lists(gaussian):
   x, q, corpus, _ = gaussian
-  exact = quantized_search.search_codes(q, corpus, 5, 50)
+  exact = hamming_search.search_codes(q, corpus, 5, 50)
   assert code_search.semantic_search(q, x, 5, "binary", candidates=50, ranges=corpus.ranges) == exact
   got = code_search.semantic_search(q, x, 5, "binary", candidates=50, ranges=corpus.ranges, num_lists=32, nprobe=2)
   assert got == ivf_index.search_index(q, ivf_index.build(corpus, 32), 5, 50, nprobe=2) and got != exact
@@ -138,11 +139,12 @@ def test_the_exported_index_answers_as_numpy_through_both_loaders_and_passes_the
   calibration = calibrator.fit("whitening", vectors)
   corpus_vectors, ranges = calibration.transform(vectors)[:, :12], calibration.int8_ranges[:, :12]
   blocks = ((SENTENCES[s:s + 5], corpus_vectors[s:s + 5]) for s in range(0, len(SENTENCES), 5))
-  path = binary_search.export_binary_search(tiny_embedder, export.Affine(calibration.method, *calibration.affine()),
-                                            blocks, len(SENTENCES), ranges, str(tmp_path), num_lists=4, nprobe=2)
+  path = binary_search_model.export_binary_search(
+      tiny_embedder, export.Affine(calibration.method, *calibration.affine()), blocks, len(SENTENCES), ranges,
+      str(tmp_path), num_lists=4, nprobe=2)
   audit = op_audit.audit_saved_model(path)
   assert audit.servable() and {"RaggedRange", "PopulationCount"} <= set(audit.ops["core"])
-  index = ivf_index.build(quantized_search.CorpusCodes.of(corpus_vectors, ranges), 4)   # in memory, at once
+  index = ivf_index.build(corpus_codes.CorpusCodes.of(corpus_vectors, ranges), 4)   # in memory, at once
   queries = ["a man plays", "the dog", "guitar guitar"]
   q = calibration.transform(engine_vectors(tiny_embedder, queries))[:, :12]
   loaded = tf.saved_model.load(path)
@@ -172,10 +174,10 @@ def test_an_encoders_stored_corpus_exports_its_index_block_by_block(tmp_path, mo
   enc = bert_flow_tf.SentenceEncoder(SentenceEmbedder(tiny_model(tmp_path / "bert"), "last-avg", 16),
                                      cache_dir=str(tmp_path / "store"))
   enc.fit(SENTENCES, method="whitening")
-  monkeypatch.setattr(binary_search, "BLOCK_ROWS", 4)     # 23 sentences in 6 blocks, read back from the store
+  monkeypatch.setattr(binary_search_model, "BLOCK_ROWS", 4)     # 23 sentences in 6 blocks, read back from the store
   enc.export(str(tmp_path / "exp"), corpus=SENTENCES, search="binary", truncate_dim=10, num_lists=4)
   vectors = enc.encode(SENTENCES)[:, :10]
-  index = ivf_index.build(quantized_search.CorpusCodes.of(vectors, enc.calibration.int8_ranges[:, :10]), 4)
+  index = ivf_index.build(corpus_codes.CorpusCodes.of(vectors, enc.calibration.int8_ranges[:, :10]), 4)
   served = exported_encoder.ExportedEncoder(str(tmp_path / "exp"))
   for name in ("ids", "offsets", "codes", "centroids"):
     np.testing.assert_array_equal(getattr(served.binary_search_model.index, name).numpy(), getattr(index, name))

@@ -1,16 +1,16 @@
 """semantic_search over vectors at a precision: exact fp32 (`search`), or binary codes with int8 rescoring
-(`quantized_search`'s exact scan; `ivf_index`, the inverted-file index, when num_lists >= 1 is asked), as the binary
+(`hamming_search`'s exact scan; `ivf_index`, the inverted-file index, when num_lists >= 1 is asked), as the binary
 search SavedModel searches the same corpus.
 
 Legend: n = queries, M = corpus vectors, D' = width.
 """
 import numpy as np
 
-from bert_flow_tf import ivf_index
-from bert_flow_tf import quantized_search
 from bert_flow_tf import search
-from bert_flow_tf import sentence_codes
-from bert_flow_tf.calibration import int8_ranges
+from bert_flow_tf.quantization import corpus_codes
+from bert_flow_tf.quantization import hamming_search
+from bert_flow_tf.quantization import int8_ranges
+from bert_flow_tf.quantization import ivf_index
 
 
 def semantic_search(query_vectors, corpus_vectors, top_k=10, precision="float32", rescore=True,
@@ -20,8 +20,8 @@ def semantic_search(query_vectors, corpus_vectors, top_k=10, precision="float32"
   Args:
     query_vectors: float [n, D'] or [D'].
     corpus_vectors: float [M, D'].
-    top_k, rescore, candidates: see `quantized_search.search_codes` (candidates: `quantized_search.candidates_for`).
-    precision: str, one of quantized_search.SEARCH_PRECISIONS.
+    top_k, rescore, candidates: see `hamming_search.search_codes` (candidates: `hamming_search.candidates_for`).
+    precision: str, one of hamming_search.SEARCH_PRECISIONS.
     ranges: float [2, D'], the int8 ranges of the rescoring (a calibration's `int8_ranges`); None: fitted on the
       corpus vectors (`int8_ranges.fit_ranges`).
     num_lists: int L, 0 for the exact scan of every code (the default: the index is not yet faster at the same
@@ -32,25 +32,17 @@ def semantic_search(query_vectors, corpus_vectors, top_k=10, precision="float32"
   Returns:
     list of n lists of {"corpus_id": int, "score": float}, best first.
   """
-  quantized_search.check_search_precision(precision)
+  hamming_search.check_search_precision(precision)
   if precision == "float32":
     return search.semantic_search(query_vectors, corpus_vectors, top_k)
   corpus_vectors = np.asarray(corpus_vectors, np.float32)
   if ranges is None:
     ranges = int8_ranges.fit_ranges(corpus_vectors)
-  candidates = quantized_search.candidates_for(top_k, candidates)
-  codes = quantized_search.CorpusCodes.of(corpus_vectors, ranges)
+  candidates = hamming_search.candidates_for(top_k, candidates)
+  codes = corpus_codes.CorpusCodes.of(corpus_vectors, ranges)
   if not ivf_index.check_num_lists(num_lists, len(corpus_vectors)):
     if nprobe is not None:
       raise ValueError("nprobe needs an inverted-file index (num_lists >= 1); num_lists 0 scans every vector")
-    return quantized_search.search_codes(query_vectors, codes, top_k, candidates, rescore)
+    return hamming_search.search_codes(query_vectors, codes, top_k, candidates, rescore)
   return ivf_index.search_index(query_vectors, ivf_index.build(codes, num_lists), top_k, candidates, nprobe,
                                 rescore)
-
-
-def encoder_search(encoder, queries, corpus, top_k, precision, rescore, candidates, num_lists=0, nprobe=None):
-  """`semantic_search` for a SentenceEncoder: queries and corpus (str, list of str or vectors) as its `vectors_of`
-  gives them for cosine (calibrated, cut to its truncate_dim), the int8 ranges its calibration saved, cut alike."""
-  ranges = sentence_codes.kept_ranges(encoder.int8_ranges, encoder.truncation_order, encoder.truncate_dim)
-  return semantic_search(encoder.vectors_of(queries, True), encoder.vectors_of(corpus, True), top_k, precision,
-                         rescore, candidates, ranges, num_lists, nprobe)

@@ -8,12 +8,12 @@ import pytest
 import tensorflow as tf
 
 import bert_flow_tf
-from bert_flow_tf import code_search
-from bert_flow_tf import quantization
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import flow_fitting
-from bert_flow_tf.calibration import truncation
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
+from bert_flow_tf.quantization import code_search
+from bert_flow_tf.quantization import st_layouts
+from bert_flow_tf.quantization import truncation
 from tests import tiny
 from tests.embedding.tiny_model import SENTENCES, tiny_model
 
@@ -58,7 +58,7 @@ def test_a_flow_encoders_encode_search_and_binary_export_keep_the_same_dimension
   np.testing.assert_array_equal(enc.encode(SENTENCES, truncate_dim=6), full[:, dims])
   ranges = enc.calibration.int8_ranges[:, dims]
   np.testing.assert_array_equal(enc.encode(SENTENCES, truncate_dim=6, precision="int8"),
-                                quantization.quantize_embeddings(full[:, dims], "int8", ranges=ranges))
+                                st_layouts.quantize_embeddings(full[:, dims], "int8", ranges=ranges))
   queries = ["a man plays", "the dog"]
   want = code_search.semantic_search(enc.encode(queries)[:, dims], full[:, dims], 3, "binary", candidates=8,
                                      ranges=ranges)

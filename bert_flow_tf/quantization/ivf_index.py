@@ -1,7 +1,7 @@
 """An inverted-file index over a corpus's sign words and int8 codes: coarse lists, the codes stored list by list.
 
-Built from a filled `quantized_search.CorpusCodes` alone (so a corpus streamed a block at a time builds it without
-its fp32 vectors): the int8 codes are read back to their bucket middles (`quantized_search.dequantize`) and
+Built from a filled `corpus_codes.CorpusCodes` alone (so a corpus streamed a block at a time builds it without
+its fp32 vectors): the int8 codes are read back to their bucket middles (`corpus_codes.dequantize`) and
   centroids  float32 [L, D']  unit length: spherical k-means (cosine assignment, mean then normalise) fitted on a
                               uniform sample of SAMPLE_PER_LIST vectors a list, FIT_ITERATIONS rounds (numpy/BLAS)
   lists                       each corpus vector goes to the centroid of largest cosine
@@ -10,10 +10,10 @@ its fp32 vectors): the int8 codes are read back to their bucket middles (`quanti
   words, codes                the corpus's sign words and int8 codes in that order
 A query probes the `nprobe` lists of largest cosine with its float vector (more, in the same order, until they
 hold `candidates` vectors), takes the `candidates` Hamming-nearest of their vectors (equal distances: the lower
-corpus id first) and rescores them with the int8 codes as `quantized_search.search_codes` does. With
+corpus id first) and rescores them with the int8 codes as `hamming_search.search_codes` does. With
 nprobe = L every vector is scanned and the results are the exact scan's.
 
-`search_index` is the numpy search; `serving.ivf_probe` computes the same in the SavedModel's graph.
+`search_index` is the numpy search; `quantization.ivf_probe` computes the same in the SavedModel's graph.
 
 Legend: n = queries, M = corpus vectors, D' = width, W = 64-bit words a vector, L = lists, N = probed vectors,
 C = candidates.
@@ -22,8 +22,9 @@ import dataclasses
 
 import numpy as np
 
-from bert_flow_tf import quantized_search
 from bert_flow_tf import search
+from bert_flow_tf.quantization import corpus_codes
+from bert_flow_tf.quantization import hamming_search
 
 MAX_LISTS = 4096
 SAMPLE_PER_LIST = 64         # k-means fit sample: 64 vectors a list (65,536 at L = 1,024)
@@ -104,10 +105,10 @@ class IvfCodes:
 
 
 def build(corpus, num_lists, seed=0):
-  """IvfCodes of a filled quantized_search.CorpusCodes.
+  """IvfCodes of a filled corpus_codes.CorpusCodes.
 
   Args:
-    corpus: quantized_search.CorpusCodes, filled (M vectors).
+    corpus: corpus_codes.CorpusCodes, filled (M vectors).
     num_lists: int L in 1..min(M, MAX_LISTS) (`suggested_num_lists(M)` is a start).
     seed: int, the fit sample's and the first centroids' draw.
   """
@@ -116,8 +117,8 @@ def build(corpus, num_lists, seed=0):
     raise ValueError("an inverted-file index needs at least one list (num_lists 0 is the exact scan)")
   rng = np.random.default_rng(seed)
   sample = np.sort(rng.choice(rows, size=min(rows, SAMPLE_PER_LIST * num_lists), replace=False))
-  centroids = fit_centroids(quantized_search.dequantize(corpus.codes[sample], corpus.ranges), num_lists, seed)
-  lists = np.concatenate([assign(quantized_search.dequantize(corpus.codes[s:s + ASSIGN_ROWS], corpus.ranges),
+  centroids = fit_centroids(corpus_codes.dequantize(corpus.codes[sample], corpus.ranges), num_lists, seed)
+  lists = np.concatenate([assign(corpus_codes.dequantize(corpus.codes[s:s + ASSIGN_ROWS], corpus.ranges),
                                  centroids) for s in range(0, rows, ASSIGN_ROWS)])
   ids = np.argsort(lists, kind="stable").astype(np.int32)                           # by list, then corpus id
   offsets = np.concatenate([[0], np.cumsum(np.bincount(lists, minlength=num_lists))]).astype(np.int64)
@@ -132,36 +133,36 @@ def probed_lists(scores, sizes, nprobe, candidates):
   return order[:max(nprobe, need)]
 
 
-def search_index(query_vectors, index, top_k=10, candidates=quantized_search.DEFAULT_CANDIDATES, nprobe=None,
+def search_index(query_vectors, index, top_k=10, candidates=hamming_search.DEFAULT_CANDIDATES, nprobe=None,
                  rescore=True):
   """The probed binary search with int8 rescoring (see the module notes).
 
   Args:
     query_vectors: float [n, D'] (or [D']), calibrated and truncated as the corpus.
     index: IvfCodes.
-    top_k, candidates, rescore: as quantized_search.search_codes.
+    top_k, candidates, rescore: as hamming_search.search_codes.
     nprobe: int >= 1, the lists probed; None: `default_nprobe(L)`.
 
   Returns:
     list of n lists of {"corpus_id": int, "score": float}, best first (min(top_k, M) each).
   """
-  quantized_search.check_search_args(top_k, candidates)
+  hamming_search.check_search_args(top_k, candidates)
   nprobe = default_nprobe(index.num_lists) if nprobe is None else check_nprobe(nprobe)
   q = np.atleast_2d(np.asarray(query_vectors, np.float32))
   if q.shape[1] != index.dim:
     raise ValueError(f"query vectors of width {q.shape[1]} against a corpus of width {index.dim}")
   rows, sizes = len(index.ids), np.diff(index.offsets)
   keep = top_k if not rescore else candidates
-  query_words, scores = quantized_search.pack_words(q), search.normalize(q) @ index.centroids.T   # [n, W], [n, L]
+  query_words, scores = corpus_codes.pack_words(q), search.normalize(q) @ index.centroids.T   # [n, W], [n, L]
   hits = []
   for row_words, row_q, row_scores in zip(query_words, q, scores):
     lists = probed_lists(row_scores, sizes, nprobe, candidates)
     positions = np.concatenate([np.arange(index.offsets[l], index.offsets[l + 1]) for l in lists])   # [N]
-    distance = quantized_search.hamming(row_words[None], index.words[positions])[0]                   # [N]
+    distance = hamming_search.hamming(row_words[None], index.words[positions])[0]                   # [N]
     key = distance.astype(np.int64) * rows + index.ids[positions]                                    # unique
     best = positions[np.argsort(key, kind="stable")[:min(keep, len(positions))]]      # nearest first
     if rescore:
-      order, top = quantized_search.rescore_codes(row_q[None], index.codes[best][None], index.ranges, top_k)
+      order, top = hamming_search.rescore_codes(row_q[None], index.codes[best][None], index.ranges, top_k)
       best, row_scores = best[order[0]], top[0]
     else:                                     # key order is distance order: the sorted distances are best's
       row_scores = 1 - 2 * np.sort(distance)[:len(best)] / index.dim

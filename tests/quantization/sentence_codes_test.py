@@ -1,13 +1,13 @@
-"""bert_flow_tf.sentence_codes: the one contract of a sentence's vector and codes (numpy only; the doors that keep it
-are tests/door_matrix_test.py's)."""
+"""bert_flow_tf.quantization.sentence_codes: the one contract of a sentence's vector and codes (numpy only; the
+doors that keep it are tests/door_matrix_test.py's)."""
 import numpy as np
 import pytest
 
-from bert_flow_tf import quantization
 from bert_flow_tf import search
-from bert_flow_tf import sentence_codes
-from bert_flow_tf.calibration import int8_ranges
-from bert_flow_tf.calibration import truncation
+from bert_flow_tf.quantization import int8_ranges
+from bert_flow_tf.quantization import sentence_codes
+from bert_flow_tf.quantization import st_layouts
+from bert_flow_tf.quantization import truncation
 
 RNG = np.random.default_rng(0)
 CALIBRATED = RNG.normal(size=[40, 16]).astype(np.float32) * np.linspace(0.5, 2, 16, dtype=np.float32)
@@ -18,8 +18,8 @@ ORDER = truncation.fit_order(RANGES)
 @pytest.mark.parametrize("precision", ["int8", "uint8", "binary", "ubinary"])
 @pytest.mark.parametrize("width", [None, 5])
 def test_codes_with_fitted_ranges_depend_on_the_sentence_alone(precision, width):
-  want = quantization.quantize_embeddings(CALIBRATED[:, truncation.kept(ORDER, width, 16)], precision,
-                                          ranges=sentence_codes.kept_ranges(RANGES, ORDER, width))
+  want = st_layouts.quantize_embeddings(CALIBRATED[:, truncation.kept(ORDER, width, 16)], precision,
+                                        ranges=sentence_codes.kept_ranges(RANGES, ORDER, width))
   for model_normalize in (False, True):
     for normalize_embeddings in (False, True):
       returned = sentence_codes.vectors(CALIBRATED, model_normalize, width, ORDER, normalize_embeddings)
@@ -40,13 +40,13 @@ def test_without_fitted_ranges_it_is_sentence_transformers_own_ranges_warned_onc
   returned = sentence_codes.vectors(CALIBRATED, True, None, None, False)
   sentence_codes._warned_own_ranges.clear()  # pylint: disable=protected-access
   got = sentence_codes.codes(CALIBRATED, returned, "int8", None, None, None)
-  np.testing.assert_array_equal(got, quantization.quantize_embeddings(returned, "int8",
-                                                                      calibration_embeddings=returned))
+  np.testing.assert_array_equal(got, st_layouts.quantize_embeddings(returned, "int8",
+                                                                    calibration_embeddings=returned))
   sentence_codes.codes(CALIBRATED, returned, "int8", None, None, None)
   assert sum("once per process" in r.getMessage() for r in caplog.records) == 1
-  given = quantization.min_max(returned[:10])  # ranges= wins over a calibration's
+  given = st_layouts.min_max(returned[:10])  # ranges= wins over a calibration's
   np.testing.assert_array_equal(sentence_codes.codes(CALIBRATED, returned, "int8", None, None, RANGES, given),
-                                quantization.quantize_embeddings(returned, "int8", ranges=given))
+                                st_layouts.quantize_embeddings(returned, "int8", ranges=given))
   assert sentence_codes.codes(CALIBRATED[:0], returned[:0], "int8", None, None, None).shape == (0, 16)
 
 

@@ -3,15 +3,15 @@
 The index's arrays (`ivf_index.IvfCodes`) are variables: centroids float32 [L, D'], offsets int64 [L + 1], ids
 int32 [M], words int64 [W, M] (a row per word), codes int8 [M, D'] and the codes' lengths read back float32 [M]
 stored list by list, the int8 buckets' lo and step float32 [D'], and the default nprobe int32 []. Each query, one
-after another (tf.map_fn, as `binary_search.BinaryIndex`):
+after another (tf.map_fn, as `binary_search_model.BinaryIndex`):
   1. its cosine to the L centroids, the lists by decreasing cosine (tf.math.top_k over all L: ties the lower list),
      the first max(nprobe, lists its first `candidates` vectors need);
   2. their positions (tf.ragged.range of the lists' offsets), each word row gathered at them, the Hamming distance
-     as the popcount of the xor summed over the W words (`code_ops.hamming`);
+     as the popcount of the xor summed over the W words (`graph_ops.hamming`);
   3. the `candidates` nearest by (distance, corpus id): a histogram of the distances gives the smallest threshold
      with enough under it, and a top_k of the negated key distance * M + id runs over those alone (their ids
      alone looked up).
-Then the candidates' int8 codes rescore the float query (`code_ops.rescore`) and their corpus ids are returned.
+Then the candidates' int8 codes rescore the float query (`graph_ops.rescore`) and their corpus ids are returned.
 Every op is core TensorFlow (RaggedRange, BitwiseXor, PopulationCount, Bincount, TopKV2, ...): stock TF Serving
 runs it (`op_audit`).
 
@@ -21,9 +21,9 @@ C = candidates.
 import numpy as np
 import tensorflow as tf
 
-from bert_flow_tf import ivf_index
-from bert_flow_tf import quantized_search
-from bert_flow_tf.serving import code_ops
+from bert_flow_tf.quantization import corpus_codes
+from bert_flow_tf.quantization import graph_ops
+from bert_flow_tf.quantization import ivf_index
 
 _QUERY_PARALLELISM = 4   # queries searched at once inside a batch (tf.map_fn's parallel_iterations)
 
@@ -57,10 +57,10 @@ class IvfBinaryIndex(tf.Module):
     self.ids = tf.Variable(index.ids, trainable=False, name="ids")                          # [M]
     self.words = tf.Variable(np.ascontiguousarray(index.words.T), trainable=False, name="words")  # [W, M]
     self.codes = tf.Variable(index.codes, trainable=False, name="codes")                    # [M, D']
-    lo, step = quantized_search.bucket_starts_and_widths(index.ranges)
+    lo, step = corpus_codes.bucket_starts_and_widths(index.ranges)
     self.lo = tf.Variable(lo, trainable=False, name="lo")
     self.step = tf.Variable(step, trainable=False, name="step")
-    self.norms = tf.Variable(quantized_search.dequantized_norms(index.codes, index.ranges), trainable=False,
+    self.norms = tf.Variable(corpus_codes.dequantized_norms(index.codes, index.ranges), trainable=False,
                              name="norms")                                                # [M]
     self.nprobe = tf.Variable(min(nprobe, index.num_lists), trainable=False, name="default_nprobe")
 
@@ -72,7 +72,7 @@ class IvfBinaryIndex(tf.Module):
     sizes = self.offsets[1:] - self.offsets[:-1]                                          # [L]
     q_unit = q / tf.maximum(tf.norm(q, axis=-1, keepdims=True), 1e-12)
     scores = tf.matmul(q_unit, self.centroids, transpose_b=True)                          # [B, L]
-    query_words = code_ops.pack_bits(q, quantized_search.WORD_BITS)                       # [B, W]
+    query_words = graph_ops.pack_bits(q, corpus_codes.WORD_BITS)                       # [B, W]
 
     def nearest(args):                                          # (float32 [L], int64 [W]) -> int64 positions [C]
       row_scores, words = args
@@ -81,12 +81,12 @@ class IvfBinaryIndex(tf.Module):
       lists = order[:tf.maximum(nprobe, need)]                                            # [P]
       positions = tf.ragged.range(tf.gather(self.offsets, lists),
                                   tf.gather(self.offsets, lists + 1)).flat_values         # [N]
-      distance = code_ops.hamming([tf.gather(self.words[w], positions) for w in range(self.num_words)], words)  # [N]
-      return nearest_by_key(distance, positions, self.ids, c, self.num_words * quantized_search.WORD_BITS,
+      distance = graph_ops.hamming([tf.gather(self.words[w], positions) for w in range(self.num_words)], words)  # [N]
+      return nearest_by_key(distance, positions, self.ids, c, self.num_words * corpus_codes.WORD_BITS,
                             self.rows)
 
     cand = tf.map_fn(nearest, (scores, query_words), fn_output_signature=tf.TensorSpec([None], tf.int64),
                      parallel_iterations=_QUERY_PARALLELISM)                              # [B, C]
-    top = code_ops.rescore(q, tf.gather(self.codes, cand), tf.gather(self.norms, cand), self.lo, self.step,
-                           tf.minimum(k, c))
+    top = graph_ops.rescore(q, tf.gather(self.codes, cand), tf.gather(self.norms, cand), self.lo, self.step,
+                            tf.minimum(k, c))
     return tf.gather(self.ids, tf.gather(cand, top.indices, batch_dims=1)), top.values

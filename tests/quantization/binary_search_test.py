@@ -7,14 +7,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_flow_tf import code_search
-from bert_flow_tf import quantization
-from bert_flow_tf import quantized_search
-from bert_flow_tf.calibration import calibrator
-from bert_flow_tf.calibration import int8_ranges
-from bert_flow_tf.embedding.embedder import SentenceEmbedder
-from bert_flow_tf.serving import binary_search
 from bert_flow_tf import exported_encoder
+from bert_flow_tf.calibration import calibrator
+from bert_flow_tf.embedding.embedder import SentenceEmbedder
+from bert_flow_tf.quantization import binary_search_model
+from bert_flow_tf.quantization import graph_quantizer
+from bert_flow_tf.quantization import code_search
+from bert_flow_tf.quantization import corpus_codes
+from bert_flow_tf.quantization import hamming_search
+from bert_flow_tf.quantization import int8_ranges
+from bert_flow_tf.quantization import st_layouts
 from bert_flow_tf.serving import export
 from bert_flow_tf.serving import op_audit
 from tests.embedding.engine_vectors import engine_vectors
@@ -26,7 +28,7 @@ def _brute_force(q, x, ranges, k, candidates):
   (lower index first on ties), rescored by the cosine of q and the codes read back to their bucket middles (code c
   holds [c + 128, c + 129) steps from lo)."""
   distance = ((q[:, None, :] > 0) != (x[None, :, :] > 0)).sum(-1)                       # [n, M]
-  codes = quantization.quantize_embeddings(x, "int8", ranges=ranges).astype(np.float64)
+  codes = st_layouts.quantize_embeddings(x, "int8", ranges=ranges).astype(np.float64)
   lo, hi = ranges.astype(np.float64)
   back = lo + (codes + 128.5) * (hi - lo) / 255                       # c's bucket middle
   back /= np.linalg.norm(back, axis=1, keepdims=True)
@@ -53,13 +55,13 @@ def fixture_gaussian(request):
 def test_hamming_search_equals_brute_force_in_numpy_and_in_the_graph(gaussian):
   x, q, ranges = gaussian
   want_ids, want_scores = _brute_force(q, x, ranges, k=7, candidates=40)
-  corpus = quantized_search.CorpusCodes(len(x), ranges)
+  corpus = corpus_codes.CorpusCodes(len(x), ranges)
   for start in range(0, len(x), 128):                  # filled a block at a time
     corpus.add(x[start:start + 128])
-  got = quantized_search.search_codes(q, corpus, top_k=7, candidates=40)
+  got = hamming_search.search_codes(q, corpus, top_k=7, candidates=40)
   np.testing.assert_array_equal([[h["corpus_id"] for h in row] for row in got], want_ids)
   np.testing.assert_allclose([[h["score"] for h in row] for row in got], want_scores, atol=1e-6)
-  index = binary_search.BinaryIndex(corpus)
+  index = binary_search_model.BinaryIndex(corpus)
   ids, scores = index.search_vectors(tf.constant(q), tf.constant(7), tf.constant(40))
   np.testing.assert_array_equal(ids.numpy(), want_ids)
   np.testing.assert_allclose(scores.numpy(), want_scores, atol=1e-6)
@@ -67,7 +69,7 @@ def test_hamming_search_equals_brute_force_in_numpy_and_in_the_graph(gaussian):
   np.testing.assert_array_equal(every_candidate.numpy(), _brute_force(q, x, ranges, k=40, candidates=40)[0])
   # Without rescoring: the Hamming order, scored as the cosine of the +-1 sign vectors.
   distance = ((q[:, None, :] > 0) != (x[None, :, :] > 0)).sum(-1)
-  plain = quantized_search.search_codes(q, corpus, top_k=7, candidates=40, rescore=False)
+  plain = hamming_search.search_codes(q, corpus, top_k=7, candidates=40, rescore=False)
   for row, d in zip(plain, distance):
     assert [h["corpus_id"] for h in row] == sorted(range(len(x)), key=lambda i, d=d: (d[i], i))[:7]
     assert [h["score"] for h in row] == [1 - 2 * d[h["corpus_id"]] / x.shape[1] for h in row]
@@ -77,7 +79,7 @@ def test_the_graphs_counting_select_is_top_k_with_the_lower_index_first_on_ties(
   distance = np.random.default_rng(2).integers(0, 12, size=5000).astype(np.int32)   # many ties
   for c in (1, 7, 333, 4999, 5000):
     want = sorted(range(len(distance)), key=lambda i: (distance[i], i))[:c]
-    got = binary_search.nearest_by_count(tf.constant(distance), tf.constant(c), 11)
+    got = binary_search_model.nearest_by_count(tf.constant(distance), tf.constant(c), 11)
     np.testing.assert_array_equal(got.numpy(), want)
 
 
@@ -88,10 +90,10 @@ def test_rescoring_reorders_the_hamming_candidates():
   two_flipped = np.ones(64, np.float32)
   two_flipped[:2] = -1e-3                               # Hamming 2, cosine 0.97
   x = np.stack([same_signs, two_flipped, -np.ones(64, np.float32)])
-  corpus = quantized_search.CorpusCodes.of(x, np.array([[-10.] * 64, [10.] * 64], np.float32))
-  index = binary_search.BinaryIndex(corpus)
+  corpus = corpus_codes.CorpusCodes.of(x, np.array([[-10.] * 64, [10.] * 64], np.float32))
+  index = binary_search_model.BinaryIndex(corpus)
   for candidates, rescore, want in ((2, True, [1, 0]), (2, False, [0, 1]), (1, True, [0])):
-    got = quantized_search.search_codes(q, corpus, top_k=len(want), candidates=candidates, rescore=rescore)
+    got = hamming_search.search_codes(q, corpus, top_k=len(want), candidates=candidates, rescore=rescore)
     assert [h["corpus_id"] for h in got[0]] == want
     if rescore:
       ids, _ = index.search_vectors(tf.constant(q), tf.constant(len(want)), tf.constant(candidates))
@@ -104,7 +106,7 @@ def test_rescoring_reorders_the_hamming_candidates():
 def test_bad_k_is_one_line(gaussian, top_k, candidates, message):
   x, q, ranges = gaussian
   with pytest.raises(ValueError, match=message):
-    quantized_search.search_codes(q, quantized_search.CorpusCodes.of(x, ranges), top_k, candidates)
+    hamming_search.search_codes(q, corpus_codes.CorpusCodes.of(x, ranges), top_k, candidates)
 
 
 def test_ranges_follow_the_gaussian_rule_and_stream_block_by_block(gaussian):
@@ -152,42 +154,42 @@ def test_the_binary_search_saved_model_answers_as_numpy(tiny_embedder, tmp_path)
   corpus_vectors = calibration.transform(vectors)[:, :width]
   ranges = calibration.int8_ranges[:, :width]
   blocks = ((SENTENCES[s:s + 5], corpus_vectors[s:s + 5]) for s in range(0, len(SENTENCES), 5))
-  path = binary_search.export_binary_search(tiny_embedder, flow, blocks, len(SENTENCES), ranges, str(tmp_path))
+  path = binary_search_model.export_binary_search(tiny_embedder, flow, blocks, len(SENTENCES), ranges, str(tmp_path))
   assert path == str(tmp_path / "binary_search" / "1")
   audit = op_audit.audit_saved_model(path)
   assert audit.servable() and {"BitwiseXor", "PopulationCount"} <= set(audit.ops["core"])
   serve = tf.saved_model.load(path).signatures["serving_default"]
   queries = ["a man plays", "the dog", "guitar guitar"]
   out = serve(queries=tf.constant(queries), k=tf.constant(4), candidates=tf.constant(9))
-  want = quantized_search.search_codes(calibration.transform(engine_vectors(tiny_embedder, queries))[:, :width],
-                                       quantized_search.CorpusCodes.of(corpus_vectors, ranges), 4, 9)
+  want = hamming_search.search_codes(calibration.transform(engine_vectors(tiny_embedder, queries))[:, :width],
+                                     corpus_codes.CorpusCodes.of(corpus_vectors, ranges), 4, 9)
   np.testing.assert_array_equal(out["indices"].numpy(), [[h["corpus_id"] for h in row] for row in want])
   np.testing.assert_allclose(out["scores"].numpy(), [[h["score"] for h in row] for row in want], atol=1e-5)
   assert out["sentences"].numpy()[0, 0].decode() == SENTENCES[want[0][0]["corpus_id"]]
   with pytest.raises(tf.errors.InvalidArgumentError, match="candidates >= k"):
     serve(queries=tf.constant(queries), k=tf.constant(4), candidates=tf.constant(3))
   with pytest.raises(ValueError, match="23 corpus vectors added to a corpus of 5"):
-    binary_search.export_binary_search(tiny_embedder, flow, [(SENTENCES, corpus_vectors)], 5, ranges,
-                                       str(tmp_path / "other"))
+    binary_search_model.export_binary_search(tiny_embedder, flow, [(SENTENCES, corpus_vectors)], 5, ranges,
+                                             str(tmp_path / "other"))
 
 
 @pytest.mark.slow  # exports SavedModels
 def test_the_text_model_emits_one_quantized_output_per_precision(tiny_embedder, tmp_path):
   vectors = engine_vectors(tiny_embedder, SENTENCES)
   ranges = int8_ranges.fit_ranges(vectors)
-  quantizer = binary_search.GraphQuantizer(("int8", "binary"), ranges, 16)
+  quantizer = graph_quantizer.GraphQuantizer(("int8", "binary"), ranges, 16)
   paths = export.export_models(tiny_embedder, None, str(tmp_path), quantizer=quantizer)
   out = exported_encoder.load_text_model(paths["text"]).signatures["serving_default"](sentences=tf.constant(SENTENCES))
   assert sorted(out) == ["embeddings", "embeddings_binary", "embeddings_int8"]
   embeddings = out["embeddings"].numpy()
   np.testing.assert_array_equal(out["embeddings_int8"].numpy(),
-                                quantization.quantize_embeddings(embeddings, "int8", ranges=ranges))
-  np.testing.assert_array_equal(out["embeddings_binary"].numpy(), quantization.quantize_embeddings(embeddings,
-                                                                                                   "binary"))
+                                st_layouts.quantize_embeddings(embeddings, "int8", ranges=ranges))
+  np.testing.assert_array_equal(out["embeddings_binary"].numpy(), st_layouts.quantize_embeddings(embeddings,
+                                                                                                 "binary"))
   with pytest.raises(ValueError, match="precision 'int4' is not supported"):
-    binary_search.GraphQuantizer(("int4",), ranges, 16)
+    graph_quantizer.GraphQuantizer(("int4",), ranges, 16)
   with pytest.raises(ValueError, match=r"int8 outputs need int8 ranges \[2, 16\]"):
-    binary_search.GraphQuantizer(("int8",), None, 16)
+    graph_quantizer.GraphQuantizer(("int8",), None, 16)
 
 
 @pytest.mark.slow
@@ -202,13 +204,13 @@ def test_an_encoders_corpus_exports_block_by_block_and_exported_encoder_searches
       code_search.semantic_search(enc.encode(queries), enc.encode(SENTENCES), 3, "binary", candidates=8,
                                   ranges=ranges)
   np.testing.assert_array_equal(enc.encode(queries, precision="int8"),   # the saved ranges, not the call's
-                                quantization.quantize_embeddings(enc.encode(queries), "int8", ranges=ranges))
+                                st_layouts.quantize_embeddings(enc.encode(queries), "int8", ranges=ranges))
   np.testing.assert_array_equal(enc.encode(queries, precision="uint8", truncate_dim=10),
-                                quantization.quantize_embeddings(enc.encode(queries)[:, :10], "uint8",
-                                                                 ranges=ranges[:, :10]))
+                                st_layouts.quantize_embeddings(enc.encode(queries)[:, :10], "uint8",
+                                                               ranges=ranges[:, :10]))
   np.testing.assert_array_equal(enc.encode(queries, precision="int8", normalize_embeddings=True),  # sentence_codes
                                 enc.encode(queries, precision="int8"))
-  monkeypatch.setattr(binary_search, "BLOCK_ROWS", 4)     # 23 sentences in 6 blocks
+  monkeypatch.setattr(binary_search_model, "BLOCK_ROWS", 4)     # 23 sentences in 6 blocks
   paths = enc.export(str(tmp_path / "exp"), corpus=SENTENCES, search="binary", truncate_dim=10,
                      precisions=("int8", "binary"))
   assert sorted(paths) == ["binary_search", "ids", "info", "text"]
@@ -222,7 +224,7 @@ def test_an_encoders_corpus_exports_block_by_block_and_exported_encoder_searches
   assert got[0][0]["sentence"] == SENTENCES[got[0][0]["corpus_id"]]
   out = served.text_model.signatures["serving_default"](sentences=tf.constant(queries))
   np.testing.assert_array_equal(out["embeddings_int8"].numpy(),
-                                quantization.quantize_embeddings(out["embeddings"].numpy(), "int8", ranges=ranges))
+                                st_layouts.quantize_embeddings(out["embeddings"].numpy(), "int8", ranges=ranges))
   with pytest.raises(ValueError, match="no float32 search model"):
     served.search(queries, precision="float32")
   with pytest.raises(ValueError, match="nprobe needs a binary search export with an inverted-file index"):

@@ -1,4 +1,4 @@
-"""The binary search SavedModel, and the quantized outputs of the text model, in plain TensorFlow ops.
+"""The binary search SavedModel, in plain TensorFlow ops.
 
   <export_dir>/binary_search/<version>/   the text model's embedding + a corpus held as sign words and int8 codes
       serving_default: queries string [B], k int32 [], candidates int32 [] -> indices int32 [B, k'],
@@ -10,24 +10,21 @@ L >= 1 is asked, through an inverted-file index (`ivf_probe.IvfBinaryIndex`: its
 model's default nprobe for serving_default).
 
 A query batch is embedded as by the text model and cut to the corpus's D' dimensions (`truncate_dim`: the model's
-`dims`, int32 [D'], the first D' or those a flow's truncation order puts first: `calibration.truncation`). Each
+`dims`, int32 [D'], the first D' or those a flow's truncation order puts first: `quantization.truncation`). Each
 query's sign bits are packed into 64-bit words in the graph; its Hamming distance to every corpus vector is the
 popcount (tf.raw_ops.PopulationCount) of their tf.bitwise.bitwise_xor, summed over the W words; the `candidates`
 nearest (`nearest_by_count`: as tf.math.top_k of the negated distance, equal distances the lower index first) are
 rescored by the cosine of the query and their int8 codes read back to the middle of their buckets
-(`quantized_search.dequantize`), and the k best returned (equal scores: the Hamming-nearer first). This is
-`quantized_search.search_codes`, which the tests hold it to (and the index, with every list probed).
+(`corpus_codes.dequantize`), and the k best returned (equal scores: the Hamming-nearer first). This is
+`hamming_search.search_codes`, which the tests hold it to (and the index, with every list probed).
 The queries are searched one after another (tf.map_fn) so the memory of a batch stays that of a few queries
 (a query's xor is W x M int64: 48 MB at D' = 384, M = 1M).
 
 The corpus is written in the model as variables: words int64 [W, M] (a row per word: each xor reads one contiguous
-row), codes int8 [M, D'], their lengths read back float32 [M] (the rescoring's denominators: `code_ops.rescore`),
-the buckets' lo and step float32 [D'], sentences string [M]. `export_binary_search` fills
-them a block of vectors at a time (`quantized_search.CorpusCodes`), so the fp32 corpus is never held whole.
-
-`GraphQuantizer` gives the text model's extra outputs (`export_models(..., quantizer=)`): one per precision asked,
-"embeddings_<precision>", in `quantization.quantize_embeddings`' layouts and the same values (the same float32
-subtraction and division, then floor and clip).
+row), codes int8 [M, D'], their lengths read back float32 [M] (the rescoring's denominators: `graph_ops.rescore`),
+the buckets' lo and step float32 [D'], sentences string [M]. `export_binary_search` fills them a block of vectors
+at a time (`corpus_codes.CorpusCodes`), so the fp32 corpus is never held whole; `export_sentences` gives it the
+blocks of a corpus of sentences through an encoder's `embed` (SentenceEncoder.export's, `encoder_export`).
 
 Legend: B = queries, M = corpus vectors, D = embedding width, D' = the corpus's width, W = ceil(D' / 64).
 """
@@ -37,64 +34,17 @@ import types
 import numpy as np
 import tensorflow as tf
 
-from bert_flow_tf import ivf_index
-from bert_flow_tf import quantization
-from bert_flow_tf import quantized_search
-from bert_flow_tf.calibration import int8_ranges
-from bert_flow_tf.calibration import truncation
-from bert_flow_tf.serving import code_ops
+from bert_flow_tf.quantization import corpus_codes
+from bert_flow_tf.quantization import graph_ops
+from bert_flow_tf.quantization import int8_ranges
+from bert_flow_tf.quantization import ivf_index
+from bert_flow_tf.quantization import ivf_probe
 from bert_flow_tf.serving import export as export_lib
-from bert_flow_tf.serving import ivf_probe
 
 KIND = "binary_search"
-BLOCK_ROWS = 16384  # corpus sentences encoded at a time by export_encoder_corpus
+BLOCK_ROWS = 16384  # corpus sentences encoded at a time by export_sentences
 _QUERY_PARALLELISM = 4   # queries searched at once inside a batch (tf.map_fn's parallel_iterations)
 _SEARCH_SIGNATURE = [tf.TensorSpec([None], tf.string), tf.TensorSpec([], tf.int32), tf.TensorSpec([], tf.int32)]
-
-
-def _check_int8_ranges(ranges, dim):
-  ranges = None if ranges is None else np.asarray(ranges, np.float32)
-  if ranges is None or ranges.shape != (2, dim):
-    raise ValueError(f"int8 outputs need int8 ranges [2, {dim}] (a calibration's int8_ranges), got "
-                     f"{None if ranges is None else list(ranges.shape)}")
-  return ranges
-
-
-class GraphQuantizer(tf.Module):
-  """float32 [B, D] embeddings -> {"embeddings_<precision>": codes} for the precisions asked.
-
-  Args:
-    precisions: iterable of `quantization.PRECISIONS` other than "float32".
-    ranges: float [2, D], needed for int8 and uint8.
-    dim: int D.
-  """
-
-  def __init__(self, precisions, ranges, dim):
-    super().__init__(name="quantizer")
-    self.precisions = tuple(quantization.check_precision(p) for p in precisions)
-    if "float32" in self.precisions or len(set(self.precisions)) != len(self.precisions):
-      raise ValueError(f"export precisions are extra outputs beside the float32 embeddings, each once; got "
-                       f"{list(precisions)}")
-    self.lo = self.step = None
-    if {"int8", "uint8"} & set(self.precisions):
-      lo, step = quantized_search.bucket_starts_and_widths(_check_int8_ranges(ranges, dim))
-      self.lo = tf.Variable(lo, trainable=False, name="int8_lo")
-      self.step = tf.Variable(step, trainable=False, name="int8_step")
-
-  def __call__(self, x):
-    out = {}
-    for precision in self.precisions:
-      if precision in ("int8", "uint8"):
-        buckets = tf.where(self.step > 0, (x - self.lo) / self.step, tf.zeros_like(x))  # [B, D]
-        # The floor bucket clipped to 0..255, minus 128 for int8, as quantization.quantize_embeddings.
-        codes = tf.cast(tf.clip_by_value(tf.floor(buckets), 0., 255.), tf.int32)
-        out[f"embeddings_{precision}"] = tf.cast(codes - 128, tf.int8) if precision == "int8" else tf.cast(
-            codes, tf.uint8)
-        continue
-      buckets = tf.cast(code_ops.pack_bits(x, 8), tf.int32)                                    # [B, ceil(D / 8)]
-      signed = precision == "binary"
-      out[f"embeddings_{precision}"] = tf.cast(buckets - 128, tf.int8) if signed else tf.cast(buckets, tf.uint8)
-    return out
 
 
 def nearest_by_count(distance, c, max_distance):
@@ -115,7 +65,7 @@ class BinaryIndex(tf.Module):
   """A corpus held as sign words and int8 codes, searched by vectors (see the module notes).
 
   Args:
-    corpus: quantized_search.CorpusCodes, filled.
+    corpus: corpus_codes.CorpusCodes, filled.
   """
 
   def __init__(self, corpus):
@@ -125,25 +75,25 @@ class BinaryIndex(tf.Module):
     self.words = tf.Variable(np.ascontiguousarray(corpus.words[:corpus.filled].T), trainable=False,
                              name="words")                                            # [W, M]
     self.codes = tf.Variable(corpus.codes[:corpus.filled], trainable=False, name="codes")   # [M, D']
-    lo, step = quantized_search.bucket_starts_and_widths(corpus.ranges)
+    lo, step = corpus_codes.bucket_starts_and_widths(corpus.ranges)
     self.lo = tf.Variable(lo, trainable=False, name="lo")
     self.step = tf.Variable(step, trainable=False, name="step")
-    self.norms = tf.Variable(quantized_search.dequantized_norms(corpus.codes[:corpus.filled], corpus.ranges),
+    self.norms = tf.Variable(corpus_codes.dequantized_norms(corpus.codes[:corpus.filled], corpus.ranges),
                              trainable=False, name="norms")                          # [M]
 
   def search_vectors(self, q, k, candidates):
     """float32 [B, D'] queries, int32 k and candidates -> (indices int32 [B, k'], scores float32 [B, k'])."""
     c = tf.minimum(candidates, tf.shape(self.codes)[0])
-    query_words = code_ops.pack_bits(q, quantized_search.WORD_BITS)                           # [B, W]
+    query_words = graph_ops.pack_bits(q, corpus_codes.WORD_BITS)                           # [B, W]
 
     def nearest(words):                                                               # int64 [W] -> int32 [C]
-      distance = code_ops.hamming([self.words[w] for w in range(self.num_words)], words)                # [M]
-      return nearest_by_count(distance, c, self.num_words * quantized_search.WORD_BITS)
+      distance = graph_ops.hamming([self.words[w] for w in range(self.num_words)], words)                # [M]
+      return nearest_by_count(distance, c, self.num_words * corpus_codes.WORD_BITS)
 
     cand = tf.map_fn(nearest, query_words, fn_output_signature=tf.TensorSpec([None], tf.int32),
                      parallel_iterations=_QUERY_PARALLELISM)                          # [B, C]
-    top = code_ops.rescore(q, tf.gather(self.codes, cand), tf.gather(self.norms, cand), self.lo, self.step,
-                           tf.minimum(k, c))
+    top = graph_ops.rescore(q, tf.gather(self.codes, cand), tf.gather(self.norms, cand), self.lo, self.step,
+                            tf.minimum(k, c))
     return tf.gather(cand, top.indices, batch_dims=1), top.values
 
 
@@ -206,7 +156,7 @@ def export_binary_search(embedder, calibration, blocks, rows, ranges, export_dir
   path = os.path.join(export_dir, KIND, str(version))
   if os.path.exists(path) and not overwrite:
     raise FileExistsError(f"{path} exists; pass overwrite=True or choose another version")
-  corpus = quantized_search.CorpusCodes(rows, ranges)
+  corpus = corpus_codes.CorpusCodes(rows, ranges)
   sentences = []
   for block_sentences, vectors in blocks:
     corpus.add(vectors)
@@ -225,65 +175,31 @@ def export_binary_search(embedder, calibration, blocks, rows, ranges, export_dir
   return path
 
 
-def export_encoder(encoder, calibration, export_dir, version, overwrite, corpus, search, truncate_dim, precisions,
-                   num_lists=0):
-  """SentenceEncoder.export's text and ids models and, for search="binary" with a corpus, binary_search/<version>;
-  search/<version> (search="float32") is the encoder's.
+def export_sentences(embedder, calibration, embed, sentences, ranges, dims, export_dir, version=1, overwrite=False,
+                     num_lists=0):
+  """`export_binary_search` of a corpus of sentences, embedded BLOCK_ROWS at a time by `embed` (an encoder's read
+  from its store when it has a cache_dir), cut to the dimensions `dims`.
 
   Args:
-    encoder, calibration, export_dir, version, overwrite: as `export_encoder_corpus`.
-    corpus: list of str, or None.
-    search: "float32" or "binary".
-    truncate_dim: int or None, the binary search's width (truncate_dim calibrated dimensions, as `encode` cuts them).
-    precisions: quantization precisions ("int8", "binary", ...) the text model also returns, one output each.
-    num_lists: int, the binary search's inverted-file lists (`export_binary_search`; 0: the exact scan).
-
-  Returns:
-    dict: "text", "ids", "info" and (binary) KIND: the paths written.
-  """
-  quantized_search.check_search_precision(search)
-  quantizer = None
-  if precisions:
-    quantizer = GraphQuantizer(precisions, encoder.int8_ranges, encoder.dim)
-  paths = export_lib.export_models(encoder.embedder, calibration, export_dir, version=version, overwrite=overwrite,
-                                   quantizer=quantizer, truncation_order=encoder.truncation_order,
-                                   int8_ranges=encoder.int8_ranges, normalize=encoder.normalize)
-  if corpus is not None and search == "binary":
-    paths[KIND] = export_encoder_corpus(encoder, calibration, list(corpus), export_dir, truncate_dim, version,
-                                        overwrite, num_lists)
-  return paths
-
-
-def export_encoder_corpus(encoder, calibration, corpus, export_dir, truncate_dim=None, version=1, overwrite=False,
-                          num_lists=0):
-  """`export_binary_search` for a SentenceEncoder: its corpus encoded BLOCK_ROWS sentences at a time (read from its
-  store when it has a cache_dir), calibrated, cut to `truncate_dim` dimensions as its `encode` cuts them (the first,
-  or those its calibration's truncation order puts first).
-
-  The int8 ranges are the calibration's; an encoder without (no calibration, or one saved before ranges were
-  fitted) fits them on the corpus by the same rule, in a first pass over its blocks.
-
-  Args:
-    encoder: bert_flow_tf.SentenceEncoder.
-    calibration: what its text model chains (a glow.Glow, an export.Affine, or None).
-    corpus: list of M >= 1 str.
+    embedder, calibration: what the text model chains, as `export_binary_search`.
+    embed: function (list of R str, show_progress_bar=False) -> float32 [R, D], the calibrated vectors of width D.
+    sentences: list of M >= 1 str.
+    ranges: float [2, D] or None, the calibration's int8 ranges; None (no calibration, or one saved before ranges
+      were fitted): fitted on the corpus by the same rule (`int8_ranges.fit_ranges`), in a first pass over its blocks.
+    dims: int [D'], the calibrated dimensions kept, in order (`SentenceCodes.kept_indices`).
     export_dir, version, overwrite, num_lists: as `export_binary_search`.
-    truncate_dim: int in 1..D, or None (all D).
 
   Returns:
     str, the SavedModel directory.
   """
-  dims = truncation.kept_indices(encoder.truncation_order, truncate_dim, encoder.dim)   # [D']
-  if not corpus:
+  if not sentences:
     raise ValueError("a binary search export needs a corpus of at least one sentence")
 
   def blocks():
-    for start in range(0, len(corpus), BLOCK_ROWS):
-      block = corpus[start:start + BLOCK_ROWS]
-      yield block, encoder._embed(block, show_progress_bar=False)[:, dims]  # pylint: disable=protected-access
+    for start in range(0, len(sentences), BLOCK_ROWS):
+      block = sentences[start:start + BLOCK_ROWS]
+      yield block, embed(block, show_progress_bar=False)[:, dims]
 
-  ranges = encoder.int8_ranges
-  ranges = int8_ranges.fit_ranges(v for _, v in blocks()) if ranges is None else ranges[:, dims]
-  return export_binary_search(encoder.embedder, calibration, blocks(), len(corpus), ranges, export_dir, version,
+  ranges = int8_ranges.fit_ranges(v for _, v in blocks()) if ranges is None else np.asarray(ranges)[:, dims]
+  return export_binary_search(embedder, calibration, blocks(), len(sentences), ranges, export_dir, version,
                               overwrite, dims, num_lists)
-

@@ -32,8 +32,8 @@ def hamming(columns, words):
 
 def rescore(q, codes, norms, lo, step, k):
   """The cosine of float32 queries [B, D] and their candidates' int8 codes [B, C, D] read back to their bucket
-  middles v = lo + (c + 128.5) step (float32 [D] each), as `quantized_search.rescore_codes`: the top k, best first
-  (equal scores: the earlier candidate). norms float32 [B, C] are the |v| (`quantized_search.dequantized_norms`),
+  middles v = lo + (c + 128.5) step (float32 [D] each), as `hamming_search.rescore_codes`: the top k, best first
+  (equal scores: the earlier candidate). norms float32 [B, C] are the |v| (`corpus_codes.dequantized_norms`),
   so q.v = q.(lo + 128.5 step) + (q * step).c is one cast and one matrix-vector product per query.
   Returns tf.math.top_k's (values float32 [B, k], indices int32 [B, k])."""
   q = q / tf.maximum(tf.norm(q, axis=-1, keepdims=True), 1e-12)                     # [B, D]
