@@ -322,22 +322,26 @@ def test_sigterm_drains_the_requests_in_flight_and_a_full_queue_is_429(setup):
   # Batches wait 2 s for more requests: the two below sit in the queue (8 sentences, its bound) meanwhile.
   server = Server(setup["export_dir"], setup["tmp"] / "drain.log", "--batch_wait_ms=2000",
                   "--max_queue_sentences=8", "--max_batch_sentences=64")
-  body = {"model": MODEL, "input": TEXTS[:4]}
-  with concurrent.futures.ThreadPoolExecutor(2) as pool:
-    pending = [pool.submit(_request, server.port, "POST", "/v1/embeddings", body) for _ in range(2)]
-    time.sleep(0.5)
-    status, headers, answer = _request(server.port, "POST", "/v1/embeddings", body)
-    assert status == 429 and headers["retry-after"].isdigit(), answer
-    assert answer["error"]["message"].startswith("the server is busy: the queue is full; retry after")
-    server.process.send_signal(signal.SIGTERM)
-    for future in pending:
-      status, _, answer = future.result(60)
-      assert status == 200, answer
-      np.testing.assert_allclose([d["embedding"] for d in answer["data"]], setup["enc"].encode(TEXTS[:4]),
-                                 **CLOSE)
-  assert server.process.wait(60) == 0
-  with pytest.raises(OSError):
-    _request(server.port, "GET", "/health")
+  try:
+    body = {"model": MODEL, "input": TEXTS[:4]}
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+      pending = [pool.submit(_request, server.port, "POST", "/v1/embeddings", body) for _ in range(2)]
+      time.sleep(0.5)
+      status, headers, answer = _request(server.port, "POST", "/v1/embeddings", body)
+      assert status == 429 and headers["retry-after"].isdigit(), answer
+      assert answer["error"]["message"].startswith("the server is busy: the queue is full; retry after")
+      server.process.send_signal(signal.SIGTERM)
+      for future in pending:
+        status, _, answer = future.result(60)
+        assert status == 200, answer
+        np.testing.assert_allclose([d["embedding"] for d in answer["data"]], setup["enc"].encode(TEXTS[:4]),
+                                   **CLOSE)
+    assert server.process.wait(60) == 0
+    with pytest.raises(OSError):
+      _request(server.port, "GET", "/health")
+  finally:
+    if server.process.poll() is None:  # a failed check above: no server left behind
+      server.process.kill()
   log = server.stop() == 0 and server.text()
   assert "stopped: every accepted request answered" in log and "Traceback" not in log
   assert os.path.getsize(setup["tmp"] / "drain.log") < 100000
