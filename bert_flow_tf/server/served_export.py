@@ -1,8 +1,9 @@
 """ServedExport: an export's text model (and its search models) as the server runs them, a batch at a time.
 
-One call of `embed` runs the text SavedModel's serving_default on a batch of sentences from any number of requests
-and returns their calibrated vectors (the export's `embeddings`); `token_counts` gives each sentence's tokens. `request_output`
-then makes one request's rows by the one contract of every door (`sentence_codes`): the model's Normalize, the
+One call of `embed_counted` runs the text SavedModel's serving_default on a batch of sentences from any number of
+requests and returns their calibrated vectors (the export's `embeddings`) with each sentence's tokens (`embed` and
+`token_counts` apart, for a batch cut in several calls). `request_output` then makes one request's rows by the one
+contract of every door, the ExportedEncoder's `SentenceCodes` (as its `encode` does): the model's Normalize, the
 calibration's truncation order for `dimensions`, and codes from the calibration's saved int8 ranges
 (export_info.json), so a sentence's answer equals `encode(..., truncate_dim=, precision=)` and does not depend on
 what else was in its batch. Without saved ranges, int8 and uint8 are not offered: their codes would depend on the
@@ -14,7 +15,6 @@ import os
 
 import tensorflow as tf
 
-from bert_flow_tf.quantization import sentence_codes
 from bert_flow_tf.exported_encoder import ExportedEncoder
 from bert_flow_tf.modeling.tokenizer import BertTokenizer
 from bert_flow_tf.serving import text_bound
@@ -78,7 +78,7 @@ class ServedExport:
     return tf.minimum(pieces, self.max_seq_length - 2) + 2
 
   def request_output(self, calibrated, precision, dimensions):
-    """One request's rows as `encode(..., precision=, truncate_dim=dimensions)` returns them (`sentence_codes`).
+    """One request's rows as `encode(..., precision=, truncate_dim=dimensions)` returns them (`SentenceCodes`).
 
     Args:
       calibrated: float32 [n, D], the request's rows of `embed`.
@@ -88,9 +88,9 @@ class ServedExport:
     Returns:
       np.ndarray [n, D'] (float32, int8, uint8) or [n, ceil(D' / 8)] (binary int8, ubinary uint8).
     """
-    enc = self.encoder
-    returned = sentence_codes.vectors(calibrated, enc.normalize, dimensions, enc.truncation_order, False)
-    return sentence_codes.codes(calibrated, returned, precision, dimensions, enc.truncation_order, enc.int8_ranges)
+    codes = self.encoder.sentence_codes
+    returned = codes.vectors(calibrated, dimensions)
+    return codes.codes(calibrated, returned, precision, dimensions)
 
   def search(self, queries, top_k, precision, candidates):
     """ExportedEncoder.search: list of len(queries) lists of {"corpus_id", "score", "sentence"}, best first."""
