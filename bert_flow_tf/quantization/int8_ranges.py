@@ -68,8 +68,15 @@ def fit_ranges(blocks):
       moments.add(block)
   if moments.n < 2:
     raise ValueError(f"int8 ranges are fitted on N >= 2 calibrated vectors, got {moments.n}")
-  half = CLIP_SIGMAS * np.sqrt(moments.m2 / moments.n)
-  return np.stack([moments.mean - half, moments.mean + half]).astype(np.float32)
+  return gaussian_ranges(moments.mean, moments.m2 / moments.n)
+
+
+def gaussian_ranges(mean, variances):
+  """The gaussian rule: np.float32 [2, D'], row 0 mean - CLIP_SIGMAS std, row 1 mean + CLIP_SIGMAS std, from each
+  dimension's mean float [D'] and population variance float [D']."""
+  half = CLIP_SIGMAS * np.sqrt(np.asarray(variances, np.float64))
+  mean = np.asarray(mean, np.float64)
+  return np.stack([mean - half, mean + half]).astype(np.float32)
 
 
 def calibrated_blocks(transform, x):
