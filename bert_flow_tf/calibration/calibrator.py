@@ -139,7 +139,7 @@ def with_ranges(calibration, x):
   """`calibration` with its int8 ranges fitted on its output over the fit vectors x (array or StoreShards): every
   fit does this, SentenceEncoder.fit's and run_flow.py's. A flow's axes are (re)fitted first, in the same pass:
   the mean and scatter of its latent z give the axes (`truncation.principal_axes`) and the ranges of z @ axes
-  (each axis's mean and variance, `int8_ranges.gaussian_ranges`)."""
+  (each axis's mean, one width for all: `int8_ranges.one_width_ranges`)."""
   if calibration.method != FLOW:
     calibration.int8_ranges = int8_ranges.fit_ranges(int8_ranges.calibrated_blocks(calibration.transform, x))
     return calibration
@@ -150,7 +150,7 @@ def with_ranges(calibration, x):
   if latent.n < 2:
     raise ValueError(f"int8 ranges are fitted on N >= 2 calibrated vectors, got {latent.n}")
   calibration.axes, variances = truncation.principal_axes(latent)
-  calibration.int8_ranges = int8_ranges.gaussian_ranges(latent.mean @ calibration.axes, variances)
+  calibration.int8_ranges = int8_ranges.one_width_ranges(latent.mean @ calibration.axes, variances)
   return calibration
 
 
