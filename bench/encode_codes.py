@@ -14,10 +14,10 @@ integers; binary as 1 - 2 hamming / D', the cosine of the +-1 sign vectors). Two
 
 The flow's fit is not bit-reproducible on CPU (its steps' reductions run in a nondeterministic order), so its
 scores move from fit to fit: `--flow_seeds 1,2,3` fits it once per seed and adds, per fit and over the fits, the
-gap of int8 at k to fp32 at full width (the gap the quantization targets compare), and, for comparison with the
-flow's truncation order (its k dimensions of largest variance), the flow's output turned to its principal axes over
-the fit sentences (an orthogonal rotation: the full-width fp32 cosine is unchanged), not in the product: fp32 and
-int8 (ranges fitted on the turned fit vectors) at full width and along the top k axes, as whitening-k cuts.
+gap of int8 at k to fp32 at full width (the gap the quantization targets compare). The flow's output is its latent z
+turned to z's principal axes (`quantization.truncation`), so its first k are z's top-k principal directions; for
+comparison, each fit also gives the cut a flow saved with a truncation order takes: z's own k dimensions of largest
+variance, fp32 and int8 (per-dimension gaussian ranges of z, as such a flow saved them).
 
 Usage (from the repository root; prints one JSON object, the machine's load in it):
   python bench/encode_codes.py [--cache_dir /tmp/store] [--methods whitening,flow] [--flow_seeds 1,2,3]
@@ -65,23 +65,19 @@ def scores(enc, fit_sentences, test, width):
   return {k: round(v, 2) if isinstance(v, float) else v for k, v in out.items()}
 
 
-def principal_axes_scores(enc, fit_sentences, test, width):
-  """{column: STS-B test Spearman x100} of the calibrated vectors turned to their principal axes over the fit
-  sentences (not a product path: see the module notes): fp32 and int8 at full width and along the top `width`
-  axes; int8 with the gaussian rule's ranges fitted on the turned fit vectors (`int8_ranges.fit_ranges`)."""
-  calibrated = lambda sentences: enc.calibration.transform(enc.encode_raw(list(sentences)))   # [n, D']
-  fitted = calibrated(fit_sentences)
-  _, axes = np.linalg.eigh(np.cov(fitted, rowvar=False))
-  axes = axes[:, ::-1]                                                                          # [D', D']
-  a, b = calibrated(test.sentences_a) @ axes, calibrated(test.sentences_b) @ axes
-  out = {}
-  for label, cut in (("full", slice(None)), (f"k={width}", slice(0, width))):
-    ranges = int8_ranges.fit_ranges((fitted @ axes)[:, cut])
-    for precision in ("float32", "int8"):
-      out[f"{precision} along principal axes, {label}"] = round(metrics.spearman_x100(pair_score(
-          *(st_layouts.quantize_embeddings(v[:, cut], precision, ranges=ranges) for v in (a, b)), precision),
-          test.labels), 2)
-  return out
+def latent_order_scores(enc, fit_sentences, test, width):
+  """{column: STS-B test Spearman x100} of the flow's latent z = output @ axes^T cut to its `width` dimensions of
+  largest variance over the fit sentences (how a flow saved with a truncation order and no axes cuts), fp32 and int8
+  (`int8_ranges.fit_ranges` of z over the fit sentences)."""
+  axes = enc.calibration.axes                                                                   # [D, D]
+  latent = lambda sentences: enc.calibration.transform(enc.encode_raw(list(sentences))) @ axes.T  # z [n, D]
+  fitted = latent(fit_sentences)
+  order = np.argsort(-fitted.var(0), kind="stable")[:width]
+  a, b = latent(test.sentences_a)[:, order], latent(test.sentences_b)[:, order]
+  ranges = int8_ranges.fit_ranges(fitted[:, order])
+  return {f"{precision} along z's {width} of largest variance": round(metrics.spearman_x100(pair_score(
+      *(st_layouts.quantize_embeddings(v, precision, ranges=ranges) for v in (a, b)), precision), test.labels), 2)
+          for precision in ("float32", "int8")}
 
 
 def main():
@@ -106,8 +102,8 @@ def main():
                        f"k={args.width}": scores(enc, fit_sentences, test, args.width)}
       if seed is not None:
         gaps.append(round(results[name][f"k={args.width}"]["int8"] - results[name]["full"]["float32"], 2))
-        results[name]["principal axes (not in the product)"] = principal_axes_scores(enc, fit_sentences, test,
-                                                                                    args.width)
+        results[name]["a flow saved with a truncation order"] = latent_order_scores(enc, fit_sentences, test,
+                                                                                   args.width)
       print(json.dumps({name: results[name]}), file=sys.stderr, flush=True)
   if gaps:
     results[f"flow: int8 at k={args.width} minus fp32 at full width, per seed"] = {

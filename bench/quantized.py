@@ -5,12 +5,12 @@ Prints one markdown table (and writes the numbers as JSON with --json_out). Vect
     63,294 sentences), embedded once into the store under --cache_dir (`last-avg` and `emb-avg` of one BERT pass);
   * spaces: raw; whitening and flow (config_l3_d3_w32, the paper's target schedule) fitted on the 15,487 distinct
     STS-B sentences (train + dev + test, no labels: the paper's target setting). The int8 ranges are fitted on the
-    same sentences after the calibration (`calibration.int8_ranges`, mean +- 3.9 std; raw: the same rule on the raw
-    vectors); "int8 (ST ranges)" uses sentence-transformers' rule instead: each dimension's min and max over those
-    sentences (`quantize_embeddings(..., calibration_embeddings=)`). Nothing is fitted on STS-B test labels.
-  * widths: full, and the first k = 128 and 64 dimensions after the calibration (whitening: its top-k principal
-    directions, = whitening-k; for the flow the k of z that truncate_dim keeps, those of largest variance on the fit
-    set: `quantization.truncation`), and for the flow also the first k of z.
+    same sentences after the calibration (`calibration.int8_ranges`, mean +- 3.9 std, one width for the flow's axes:
+    `quantization.int8_ranges`; raw: the same per-dimension rule on the raw vectors); "int8 (ST ranges)" uses
+    sentence-transformers' rule instead: each dimension's min and max over those sentences (`quantize_embeddings(..., calibration_embeddings=)`). Nothing is fitted on STS-B test labels.
+  * widths: full, and the first k = 128 and 64 dimensions after the calibration, what truncate_dim keeps (whitening:
+    its top-k principal directions, = whitening-k; the flow: z's top-k principal axes over the fit set,
+    `quantization.truncation`).
 
 Quality: STS-B test Spearman x100 of the cosine of the codes as integers (int8), of 1 - 2 hamming / D (binary).
 Recall@10: --queries sentences drawn (seed 0) from the STS-B, SICK and SNLI sentences, searched in the 63,294-sentence
@@ -127,16 +127,16 @@ def drop_self(ids, self_ids, k):
   return np.array([[i for i in row if i != s][:k] for row, s in zip(ids, self_ids)])
 
 
-def space_rows(args, name, x_fit, x_all, stsb, query_ids, widths, through_encode=None):
-  """Rows for one pooling and space: {width: {precision: (spearman, recall)}}; x_* calibrated float32.
+def space_rows(args, name, x_fit, x_all, stsb, query_ids, widths, own_ranges, through_encode=None):
+  """Rows for one pooling and space: {width: {precision: (spearman, recall)}}; x_* calibrated float32; own_ranges
+  float32 [2, D'], the int8 ranges (a calibration's own; raw: `int8_ranges.fit_ranges` of x_fit).
   through_encode: None, or width label -> `stsb_through_encode`'s scores, which replace the STS-B numbers (the
   widths a user's `encode` gives); the recalls are always those of the vectors x_*."""
   a_ids, b_ids, gold = stsb
   naive = np.stack([x_fit.min(0), x_fit.max(0)])  # sentence-transformers' ranges from calibration embeddings
-  ours = int8_ranges.fit_ranges(x_fit)
   rows = {}
   for label, cut in widths:
-    x, r_ours, r_naive = x_all[:, cut], ours[:, cut], naive[:, cut]
+    x, r_ours, r_naive = x_all[:, cut], own_ranges[:, cut], naive[:, cut]
     q = x[query_ids]
     want = exact_top(q, x, 10, query_ids)
     out = {"float32": (metrics.spearman_x100(search.cosine(x[a_ids], x[b_ids]), gold), 1.0)}
@@ -175,18 +175,15 @@ def quality(args, corpus, fit_sentences, stsb_test, query_ids):
       spaces[method] = (cal.transform(raw_fit), cal.transform(raw_all))
     for space, (x_fit, x_all) in spaces.items():
       dim = x_all.shape[1]
-      widths = [("full", slice(None))] + [(f"k={k}", slice(0, k)) for k in args.widths]
-      if space == "flow":  # k=K is what truncate_dim keeps (its variance order); the first K beside it
-        order = calibrations[(pooling, "flow")].truncation_order
-        widths = [(label, order[cut]) if label != "full" else (label, cut) for label, cut in widths]
-        widths += [(f"k={k}, first k", slice(0, k)) for k in args.widths]
-      widths = [(label, cut) for label, cut in widths if label != f"k={dim}"]
+      widths = [("full", slice(None))] + [(f"k={k}", slice(0, k)) for k in args.widths if k != dim]  # the top k
       user = SentenceEncoder(enc.embedder, calibration=calibrations.get((pooling, space)), cache_dir=args.cache_dir)
       through_encode = {label: stsb_through_encode(user, fit_sentences, stsb_test,
                                                    None if label == "full" else int(label[2:]))
-                        for label, _ in widths if "first" not in label}  # the flow's first k: no encode gives it
+                        for label, _ in widths}
+      cal = calibrations.get((pooling, space))
+      own_ranges = int8_ranges.fit_ranges(x_fit) if cal is None else cal.int8_ranges
       results[(pooling, space)] = space_rows(args, f"{pooling} {space}", x_fit, x_all, stsb, query_ids, widths,
-                                             through_encode)
+                                             own_ranges, through_encode)
   return results, calibrations
 
 
@@ -322,8 +319,6 @@ def table(args, results, scale_rows):
   lines += ["", "| target | measured | met |", "|---|---|---|"]
   for (pooling, space), widths in results.items():
     for width, p in widths.items():
-      if "first k" in width:
-        continue
       gap = p["int8"][0] - p["float32"][0]
       why = "the int8 buckets are too coarse for this space's spread"
       lines.append(f"| int8 >= fp32 - 0.3: {pooling} {space} {width} | {gap:+.2f} | "

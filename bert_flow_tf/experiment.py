@@ -139,7 +139,7 @@ class Experiment:
                              vectors, stored)
 
   def _with_ranges(self, calibration, flow_dir, pairsets, vectors, stored):
-    """The flow with its int8 ranges and truncation order fitted on its fit vectors (`calibrator.with_ranges`, as
+    """The flow with its principal axes and int8 ranges fitted on its fit vectors (`calibrator.with_ranges`, as
     SentenceEncoder.fit does) and saved in flow_dir beside it."""
     x = stored if stored is not None else np.concatenate(vectors or self._pairs_vectors(pairsets))
     calibrator.save_ranges(calibrator.with_ranges(calibration, x), flow_dir)

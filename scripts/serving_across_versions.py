@@ -1,9 +1,9 @@
 """Serves one export from two TensorFlow versions as the model server would, and compares the embeddings.
 
 Exports MiniLM (`--model_dir`, `--pooling`, max_seq_length 64) with a Glow whose ActNorms are data-initialized on
-the test sentences, and a binary search model (`binary_search/1`) over the test sentences, cut to the half of the
-flow's dimensions of largest variance (or takes `--export_dir`, an existing export, searched when it holds
-binary_search/1), then, in a fresh process of this Python (TF 2.21) and of `--other_python` (e.g. the TF 2.20 venv
+the test sentences, turned to its principal axes over them as a fitted flow is (export.RotatedFlow), and a binary
+search model (`binary_search/1`) over the test sentences, cut to the 11 top axes that 12 sentences span (or takes
+`--export_dir`, an existing export, searched when it holds binary_search/1), then, in a fresh process of this Python (TF 2.21) and of `--other_python` (e.g. the TF 2.20 venv
 of scripts/tf220_venv.sh):
   * runs scripts/check_servable.py (so core ops are checked against each version's op registry);
   * loads both SavedModels with the TF1 session loader on `serve` and feeds them through the signature tensor
@@ -30,6 +30,7 @@ sys.path.insert(0, REPO)
 
 # pylint: disable=wrong-import-position
 from bert_flow_tf import loaders
+from bert_flow_tf.calibration import decompositions
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.modeling.tokenizer import BertTokenizer
@@ -62,13 +63,17 @@ def export_fresh(model_dir, pooling, export_dir):
   embedder = SentenceEmbedder(loaders.load_model(model_dir), pooling, max_seq_length=64)
   store = EmbeddingStore(embedder)
   raw = store.vectors(SENTENCES, embedder.pooling_spec, show_progress=False)
-  flow = Glow.from_config("config_l3_d3_w32", dim=embedder.dim, init="ddi", seed=0)
-  flow.data_init(tf.constant(raw))
+  glow_model = Glow.from_config("config_l3_d3_w32", dim=embedder.dim, init="ddi", seed=0)
+  glow_model.data_init(tf.constant(raw))
+  latent = decompositions.Scatter()
+  latent.add(glow_model(tf.constant(raw), training=False)[0].numpy())
+  flow = export.RotatedFlow(glow_model, truncation.principal_axes(latent)[0])  # as a fitted flow is exported
   export.export_models(embedder, flow, export_dir, version=1)
   ids = {k: v.numpy().tolist() for k, v in embedder.tokenizer(tf.constant(SENTENCES)).items()}
   z = flow(tf.constant(raw), training=False)[0].numpy()
   ranges = int8_ranges.fit_ranges(z)
-  dims = truncation.kept_indices(truncation.fit_order(ranges), embedder.dim // 2, embedder.dim)
+  # Its top principal axes that 12 sentences span (11 about their mean); beyond them z @ axes is float noise.
+  dims = truncation.kept_indices(None, len(SENTENCES) - 1, embedder.dim)
   binary_search_model.export_binary_search(embedder, flow, [(SENTENCES, z[:, dims])], len(SENTENCES), ranges[:, dims],
                                            export_dir, dims=dims)
   queries = store.vectors(SEARCH["queries"], embedder.pooling_spec, show_progress=False)

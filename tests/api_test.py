@@ -72,18 +72,20 @@ def test_fit_flow_then_save_and_load_bit_for_bit(tiny, tmp_path, monkeypatch):
   raw = enc.encode_raw(SENTENCES)
   z = enc.encode(SENTENCES)
   assert np.abs(z - raw).max() > 1e-3
-  np.testing.assert_array_equal(z, glow.transform(flow.glow, raw))
+  np.testing.assert_array_equal(z, glow.transform(flow.glow, raw) @ flow.axes)  # the latent on its principal axes
   # The pairs are consecutive rows, the odd last one with the first (as run_flow.py pairs a sentences file).
   rows_a, rows_b = list(range(0, 23, 2)), list(range(1, 23, 2)) + [0]
   ref, _ = flow_fitting.fit_flow(pair_sources.CachedPairs(raw[rows_a], raw[rows_b]),
                                  flow_fitting.FlowFitConfig(flow_model_config=tiny["flow_config"], batch_size=4),
                                  str(tmp_path / "ref"), provenance={"sentence_embedding_type": "first-last-avg",
                                                                     "max_seq_length": 16})
-  np.testing.assert_array_equal(z, glow.transform(ref, raw))
+  np.testing.assert_array_equal(z, glow.transform(ref, raw) @ flow.axes)
   # A flow directory as run_flow.py leaves it, checked against the encoder's pooling; its flow.json read once.
   fresh, reads, read = _encoder(tiny), [], io_utils.read_json_object
   monkeypatch.setattr(io_utils, "read_json_object", lambda path, missing: reads.append(path) or read(path, missing))
-  np.testing.assert_array_equal(fresh.load_flow(str(tmp_path / "ref")).calibration.transform(raw), z)
+  bare = fresh.load_flow(str(tmp_path / "ref")).calibration   # fit_flow's folder alone: no axes fitted beside it
+  assert bare.axes is None
+  np.testing.assert_array_equal(bare.transform(raw) @ flow.axes, z)
   assert reads == [str(tmp_path / "ref" / "flow.json")]
   with pytest.raises(ValueError, match=r"sentence_embedding_type=cls \(the flow was fitted with first-last-avg\)"):
     _encoder(tiny, pooling="cls").load_flow(str(tmp_path / "ref"))

@@ -110,8 +110,9 @@ def reference(run, minilm_dir):
   flow_dir = run["out"] / "flows" / "target-custom"
   flow = fitted_flow.load_glow(str(flow_dir))
   raw = engine_vectors(embedder, SENTENCES)
+  axes = truncation.load_axes(str(flow_dir), embedder.dim)  # the flow's output: its latent on these axes
   return {"embedder": embedder, "flow": flow, "flow_dir": flow_dir, "raw": raw,
-          "want": glow.transform(flow, raw)}
+          "want": glow.transform(flow, raw) @ axes}
 
 
 @pytest.fixture(scope="module")
@@ -260,10 +261,10 @@ def test_run_flows_flow_and_export_carry_the_encoders_ranges_order_and_codes(run
   """run_flow.py fits its flow through the calibrator's ranges and truncation order and exports through
   SentenceEncoder.export: its export's codes are sentence_codes' of the export's vectors, with those ranges."""
   encoder = bert_flow_tf.SentenceEncoder(reference["embedder"]).load_flow(str(reference["flow_dir"]))
-  assert encoder.int8_ranges is not None and encoder.truncation_order is not None
+  assert encoder.int8_ranges is not None and encoder.calibration.axes is not None
   exported = bert_flow_tf.ExportedEncoder(str(run["export"]))
   np.testing.assert_array_equal(exported.int8_ranges, encoder.int8_ranges)
-  np.testing.assert_array_equal(exported.truncation_order, encoder.truncation_order)
+  assert exported.truncation_order is None and encoder.truncation_order is None  # the first k: the top k axes
   assert exported.normalize and encoder.normalize  # MiniLM's folder ends in Normalize
   np.testing.assert_allclose(exported.encode(SENTENCES), search.normalize(reference["want"]), atol=1e-5)
   calibrated = exported_encoder.encode_with_saved_model(exported.text_model, SENTENCES)  # before the Normalize

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import scipy.stats
 
-import glow
 from bert_flow_tf import data
 from bert_flow_tf import search
 from bert_flow_tf.evaluation import isotropy as isotropy_lib
@@ -99,7 +98,7 @@ def test_eval_file_alone_fits_on_its_pairs(tmp_path, own_files):
                                            experiment.embedder.pooling_spec), 2)
   flow = experiment.flows[("target", "custom")]
   assert results[1].value == pytest.approx(metrics.spearman_x100(
-      search.cosine(glow.transform(flow.glow, a), glow.transform(flow.glow, b)), spec.custom.eval.labels))
+      search.cosine(flow.transform(a), flow.transform(b)), spec.custom.eval.labels))
   info = json.loads((tmp_path / "out" / "flows" / "target-custom" / "flow.json").read_text())
   assert info["num_steps"] == 22 // 4
 

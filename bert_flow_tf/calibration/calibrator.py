@@ -7,14 +7,16 @@ flow) and `calibration.baselines`.
 
 Each also has `int8_ranges`: float32 [2, D'], the int8 ranges fitted on its own output over the fit vectors
 (`int8_ranges`, the gaussian rule), or None for a calibration saved before they were fitted; and
-`truncation_order`: int32 [D'], the dimensions `truncate_dim` keeps first (`truncation`: a flow's, by decreasing
-variance on the fit vectors), or None (the baselines, and a flow saved before orders were fitted: the first k).
+`truncation_order`: int32 [D'] or None, the dimensions `truncate_dim` keeps first (None: the first k). A flow's
+output is its latent turned to the latent's principal axes over the fit vectors (`axes`, fitted with the ranges:
+`truncation`), so that its first k dimensions are its top k, as a baseline's are; a flow saved before axes were
+fitted has none, and keeps the truncation order it was saved with.
 
 In a folder:
   flow        flow.json + a checkpoint of the Glow alone (`fitted_flow.load_glow` reads it)
   baselines   baseline.npz (`baselines.load_baseline`)
   both        int8_ranges.npy (`int8_ranges.save`)
-  flow        truncation_order.npy (`truncation.save`)
+  flow        principal_axes.npy (`truncation.save_axes`), or truncation_order.npy (saved before axes)
 
 Legend: N, M = vectors, D = their width, D' = the calibrated width (D, except whitening-k: k).
 """
@@ -43,16 +45,18 @@ METHODS = f'"{FLOW}", {baselines.FORMS}'
 
 
 class FlowCalibration:
-  """A fitted Glow: vectors -> its latent z (all levels' latents, width D).
+  """A fitted Glow: vectors -> its latent z (all levels' latents, width D), turned to z's principal axes.
 
   Attributes:
     glow: the glow.Glow.
     fit_config: the calibration.flow_fitting.FlowFitConfig it was fitted with.
     summary: dict, what calibration.flow_fitting.fit_flow returned (steps, losses in bits/dim, seconds).
+    axes: float32 [D, D] orthogonal, the output is z @ axes (`truncation.principal_axes`); None: z itself.
   """
   method = FLOW
   int8_ranges = None
   truncation_order = None
+  axes = None
 
   def __init__(self, glow_model, fit_config, summary):
     self.glow, self.fit_config, self.summary = glow_model, fit_config, summary
@@ -65,8 +69,9 @@ class FlowCalibration:
   input_dim = dim
 
   def transform(self, x, dtype=np.float32):
-    """float [M, D] -> [M, D] of `dtype`, without dropout (the flow computes in float32)."""
-    return glow.transform(self.glow, np.asarray(x, np.float32)).astype(dtype, copy=False)
+    """float [M, D] -> [M, D] of `dtype`, without dropout (the flow and the rotation compute in float32)."""
+    z = glow.transform(self.glow, np.asarray(x, np.float32))                 # [M, D]
+    return (z if self.axes is None else z @ self.axes).astype(dtype, copy=False)
 
   def save(self, folder):
     fitted_flow.save(self.glow, folder, self.fit_config, self.summary)
@@ -121,18 +126,31 @@ class BaselineCalibration:
 
 
 def save_ranges(calibration, folder):
+  """Writes what `with_ranges` fitted (int8 ranges; a flow's axes, or the order of a flow saved before them)."""
   if calibration.int8_ranges is not None:
     int8_ranges.save(folder, calibration.int8_ranges)
+  if calibration.method == FLOW and calibration.axes is not None:
+    truncation.save_axes(folder, calibration.axes)
   if calibration.truncation_order is not None:
     truncation.save(folder, calibration.truncation_order)
 
 
 def with_ranges(calibration, x):
-  """`calibration` with its int8 ranges fitted on its output over the fit vectors x (array or StoreShards), and
-  (a flow) its truncation order, read off them: every fit does this, SentenceEncoder.fit's and run_flow.py's."""
-  calibration.int8_ranges = int8_ranges.fit_ranges(int8_ranges.calibrated_blocks(calibration.transform, x))
-  if calibration.method == FLOW:
-    calibration.truncation_order = truncation.fit_order(calibration.int8_ranges)
+  """`calibration` with its int8 ranges fitted on its output over the fit vectors x (array or StoreShards): every
+  fit does this, SentenceEncoder.fit's and run_flow.py's. A flow's axes are (re)fitted first, in the same pass:
+  the mean and scatter of its latent z give the axes (`truncation.principal_axes`) and the ranges of z @ axes
+  (each axis's mean, one width for all: `int8_ranges.one_width_ranges`)."""
+  if calibration.method != FLOW:
+    calibration.int8_ranges = int8_ranges.fit_ranges(int8_ranges.calibrated_blocks(calibration.transform, x))
+    return calibration
+  calibration.axes, calibration.truncation_order = None, None
+  latent = decompositions.Scatter()
+  for block in int8_ranges.calibrated_blocks(calibration.transform, x):       # z [R, D]
+    latent.add(block)
+  if latent.n < 2:
+    raise ValueError(f"int8 ranges are fitted on N >= 2 calibrated vectors, got {latent.n}")
+  calibration.axes, variances = truncation.principal_axes(latent)
+  calibration.int8_ranges = int8_ranges.one_width_ranges(latent.mean @ calibration.axes, variances)
   return calibration
 
 
@@ -240,5 +258,7 @@ def load_calibration(folder, flow_info=None):
     raise errors.UserError(f"int8 ranges of width {calibration.int8_ranges.shape[1]} for a calibration of width "
                            f"{calibration.dim}", os.path.join(folder, int8_ranges.RANGES_FILE))
   if calibration.method == FLOW:
-    calibration.truncation_order = truncation.load_order(folder, calibration.dim)
+    calibration.axes = truncation.load_axes(folder, calibration.dim)
+    if calibration.axes is None:  # a flow saved before axes were fitted
+      calibration.truncation_order = truncation.load_order(folder, calibration.dim)
   return calibration

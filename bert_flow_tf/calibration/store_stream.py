@@ -26,6 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_flow_tf.calibration import baselines
+from bert_flow_tf.calibration import decompositions
 from bert_flow_tf.calibration import pair_sources
 from bert_flow_tf.data import pairs as pairs_lib
 from bert_flow_tf.embedding import store_files
@@ -224,20 +225,10 @@ def fit_whitening(shards, k=None):
   Returns:
     baselines.Whitening, fitted (equal to `Whitening(k).fit(all vectors)` up to float64 rounding).
   """
-  n, mean, scatter = 0, None, None                              # scatter: sum of outer products about the mean
+  moments = decompositions.Scatter()
   for index in range(len(shards)):
     for _, block in shards.blocks(index, MOMENT_BLOCK_ROWS):
-      x = block.astype(np.float64)                              # [R, D]
-      m = x.mean(axis=0)
-      s = (x - m).T @ (x - m)
-      if n == 0:
-        n, mean, scatter = len(x), m, s
-        continue
-      total = n + len(x)
-      delta = m - mean
-      scatter = scatter + s + np.outer(delta, delta) * (n * len(x) / total)
-      mean = mean + delta * (len(x) / total)
-      n = total
-  if n < 2:
-    raise ValueError(f"whitening: need at least 2 vectors to fit, got {n}")
-  return baselines.Whitening(k).fit_moments(mean, scatter / (n - 1))
+      moments.add(block)
+  if moments.n < 2:
+    raise ValueError(f"whitening: need at least 2 vectors to fit, got {moments.n}")
+  return baselines.Whitening(k).fit_moments(moments.mean, moments.scatter / (moments.n - 1))

@@ -140,8 +140,8 @@ def main(argv):
 
 
 def _export(experiment):
-  """Exports the flow --export_flow names through SentenceEncoder.export, the one exporter (its int8 ranges and
-  truncation order in export_info.json, the model's Normalize recorded)."""
+  """Exports the flow --export_flow names through SentenceEncoder.export, the one exporter (its principal axes in
+  the graph, its int8 ranges in export_info.json, the model's Normalize recorded)."""
   # pylint: disable=g-import-not-at-top
   from bert_flow_tf.calibration import calibrator
   from bert_flow_tf.experiment import NLI_FLOW

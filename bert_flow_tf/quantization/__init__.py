@@ -3,7 +3,7 @@ over a corpus held as codes, in numpy and in a SavedModel's graph (docs/quantiza
 
   st_layouts           sentence-transformers' layouts: quantize_embeddings, PRECISIONS, min_max
   int8_ranges          the int8 ranges a calibration fits on its output (the gaussian rule) and saves beside it
-  truncation           which dimensions truncate_dim keeps: a calibration's truncation order, fitted and saved
+  truncation           which dimensions truncate_dim keeps: the first, a flow's turned to its principal axes
   sentence_codes       the one rule of a sentence's vector and codes, whichever door; SentenceCodes, its settings
                        that both encoders hold
   corpus_codes         a corpus held as sign words and int8 codes (CorpusCodes), and the codes read back

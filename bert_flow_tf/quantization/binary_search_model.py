@@ -10,7 +10,7 @@ L >= 1 is asked, through an inverted-file index (`ivf_probe.IvfBinaryIndex`: its
 model's default nprobe for serving_default).
 
 A query batch is embedded as by the text model and cut to the corpus's D' dimensions (`truncate_dim`: the model's
-`dims`, int32 [D'], the first D' or those a flow's truncation order puts first: `quantization.truncation`). Each
+`dims`, int32 [D'], the first D' or those a saved truncation order puts first: `quantization.truncation`). Each
 query's sign bits are packed into 64-bit words in the graph; its Hamming distance to every corpus vector is the
 popcount (tf.raw_ops.PopulationCount) of their tf.bitwise.bitwise_xor, summed over the W words; the `candidates`
 nearest (`nearest_by_count`: as tf.math.top_k of the negated distance, equal distances the lower index first) are
@@ -136,7 +136,7 @@ def export_binary_search(embedder, calibration, blocks, rows, ranges, export_dir
 
   Args:
     embedder: SentenceEmbedder, as `export.export_models`.
-    calibration: a glow.Glow or an export.Affine over width D, or None.
+    calibration: a glow.Glow, an export.RotatedFlow or an export.Affine over width D, or None.
     blocks: iterable of (list of R str, float [R, D']): the corpus's sentences and their calibrated vectors, cut
       to the dimensions `dims` (D' <= the text model's width).
     rows: int M, the corpus size (the sum of the R).

@@ -14,6 +14,16 @@ score. The min and max instead follow the most extreme sentence: a range wider t
 dimensions (coarse buckets), and off-centre (so 0 lands off bucket 0 and every code carries an offset, which moves
 the cosine of the codes).
 
+A flow's output is its latent turned to its principal axes (`truncation`), whose variances fall from the first axis
+to the last by design. Codes read as integers weigh every dimension by 1 / its bucket width, so per-dimension widths
+would weigh the low-variance axes up and move the cosine of the codes away from the vectors'. Its ranges are the
+gaussian rule with one width for every axis (`one_width_ranges`):
+
+  lo, hi = mean -+ CLIP_SIGMAS * the largest std     each axis centred on its mean, all as wide
+
+so its codes are the centred vectors scaled alike in every dimension, and the first axis is clipped as the gaussian
+rule clips it. (Whitening's output has unit variance in every dimension on its fit vectors: both rules agree there.)
+
 In a calibration folder: RANGES_FILE, float32 [2, D'] (row 0 the lows, row 1 the highs); a folder without it (a
 calibration saved before ranges were fitted) loads with no ranges.
 
@@ -68,8 +78,23 @@ def fit_ranges(blocks):
       moments.add(block)
   if moments.n < 2:
     raise ValueError(f"int8 ranges are fitted on N >= 2 calibrated vectors, got {moments.n}")
-  half = CLIP_SIGMAS * np.sqrt(moments.m2 / moments.n)
-  return np.stack([moments.mean - half, moments.mean + half]).astype(np.float32)
+  return gaussian_ranges(moments.mean, moments.m2 / moments.n)
+
+
+def gaussian_ranges(mean, variances):
+  """The gaussian rule: np.float32 [2, D'], row 0 mean - CLIP_SIGMAS std, row 1 mean + CLIP_SIGMAS std, from each
+  dimension's mean float [D'] and population variance float [D']."""
+  half = CLIP_SIGMAS * np.sqrt(np.asarray(variances, np.float64))
+  mean = np.asarray(mean, np.float64)
+  return np.stack([mean - half, mean + half]).astype(np.float32)
+
+
+def one_width_ranges(mean, variances):
+  """The gaussian rule with one width for every dimension (a flow's principal axes: see the module notes):
+  np.float32 [2, D'], row 0 mean - CLIP_SIGMAS s, row 1 mean + CLIP_SIGMAS s, s the largest standard deviation,
+  from each dimension's mean float [D'] and population variance float [D']."""
+  variances = np.asarray(variances, np.float64)
+  return gaussian_ranges(mean, np.full_like(variances, variances.max()))
 
 
 def calibrated_blocks(transform, x):

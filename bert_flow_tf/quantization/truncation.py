@@ -1,21 +1,24 @@
-"""Which dimensions `truncate_dim=k` keeps of a calibration's output: the calibration's truncation order.
+"""What `truncate_dim=k` keeps of a calibration's output: its first k dimensions, the calibration's output being
+in decreasing order of the variance it carries over the fit vectors.
 
-Whitening (and the other baselines) put their output in order of the variance it explains: their first k
-dimensions are the top-k principal directions (whitening cut to k is whitening-k), and they keep the first k.
-A flow's latent z has no such order: each coupling layer splits its input in halves, and which dimensions come
-first says nothing of how much of the vectors' spread they carry. On all-MiniLM-L6-v2 the k of largest variance on
-the fit sentences keep more of STS-B than the first k (docs/quantization.md has the numbers). So a flow's order
-is fitted with the calibration, on its output over the fit vectors:
+Whitening (and the other baselines) come in that order: their first k dimensions are the top-k principal
+directions (whitening cut to k is whitening-k). A flow's latent z has no such order: each coupling layer splits its
+input in halves, and which dimensions come first says nothing of how much of the vectors' spread they carry. So a
+flow's output is z turned to its principal axes, fitted with the flow on its latent over the fit vectors:
 
-  order = its dimensions by decreasing variance (ties: the lower index first)
+  axes = the eigenvectors of the covariance of z, by decreasing eigenvalue (each with its largest entry positive)
+  output = z @ axes
 
-read off the int8 ranges fitted in the same pass (`int8_ranges`: each is 2 x 3.9 standard deviations wide), and
-saved beside it as ORDER_FILE, int32 [D'], a permutation of 0..D'-1. `truncate_dim=k` then keeps order[:k], in that
-order (so a cut to 64 of the cut to 128 is the cut to 64). A calibration without an order (a baseline, or a flow
-saved before orders were fitted) keeps its first k; a cut to k = D' keeps every dimension in place, and k outside
-1..D' is an error (`check`).
+an orthogonal rotation: every cosine and distance at full width is z's, and the first k dimensions are z's top-k
+principal directions, the k-dimensional cut that keeps the most of z's variance. They are saved beside the flow as
+AXES_FILE, float32 [D, D]. (On all-MiniLM-L6-v2 `last-avg` at k = 128, this cut loses 0.3 to 0.5 of STS-B against
+full width, where z's k dimensions of largest variance lose 0.7 to 1.3: docs/quantization.md.)
 
-Legend: D' = the calibrated width, k = truncate_dim.
+A flow saved with a truncation order (ORDER_FILE, int32 [D], its dimensions by decreasing variance) and no axes
+keeps it: `truncate_dim=k` keeps order[:k], in that order. Any other calibration keeps its first k; a cut to
+k = D' keeps every dimension in place, and k outside 1..D' is an error (`check`).
+
+Legend: D' = the calibrated width (D for a flow), k = truncate_dim.
 """
 import os
 
@@ -24,13 +27,43 @@ import numpy as np
 from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 
+AXES_FILE = "principal_axes.npy"
 ORDER_FILE = "truncation_order.npy"
+_ORTHOGONAL_ATOL = 1e-4  # |axes^T axes - I| allowed in a saved file (float32 rounding of an orthogonal matrix)
 
 
-def fit_order(ranges):
-  """int32 [D']: dimensions by decreasing width of their int8 ranges float [2, D'] (their standard deviation)."""
-  ranges = np.asarray(ranges, np.float64)
-  return np.argsort(-(ranges[1] - ranges[0]), kind="stable").astype(np.int32)
+def principal_axes(scatter):
+  """The principal axes of vectors from their `decompositions.Scatter` (N >= 2 rows).
+
+  Returns:
+    (np.float32 [D, D] axes as columns, by decreasing variance, each with its largest-magnitude entry positive;
+     np.float64 [D] the variance along each, population: scatter / N).
+  """
+  variances, axes = np.linalg.eigh(scatter.scatter / scatter.n)                 # ascending
+  variances, axes = variances[::-1], axes[:, ::-1]
+  signs = np.sign(axes[np.argmax(np.abs(axes), axis=0), np.arange(axes.shape[1])])
+  return (axes * signs).astype(np.float32), np.maximum(variances, 0.)
+
+
+def save_axes(folder, axes):
+  """Writes axes float [D, D] to folder/AXES_FILE (atomically)."""
+  with io_utils.atomic_path(os.path.join(folder, AXES_FILE)) as tmp:
+    with open(tmp, "wb") as f:
+      np.save(f, np.asarray(axes, np.float32))
+
+
+def load_axes(folder, dim):
+  """np.float32 [dim, dim] saved in `folder`, or None when it holds none; errors.UserError naming the file when it
+  is not an orthogonal float32 [dim, dim]."""
+  path = os.path.join(folder, AXES_FILE)
+  axes = io_utils.read_npy(path, "principal axes")
+  if axes is None:
+    return None
+  if (axes.dtype != np.float32 or axes.shape != (dim, dim) or not np.all(np.isfinite(axes)) or
+      not np.allclose(axes.T.astype(np.float64) @ axes, np.eye(dim), atol=_ORTHOGONAL_ATOL)):
+    raise errors.UserError(f"not the principal axes of the calibration's {dim} dimensions (want an orthogonal "
+                           f"float32 [{dim}, {dim}]), got {axes.dtype} {list(axes.shape)}", path)
+  return axes
 
 
 def check(truncate_dim, dim):

@@ -77,13 +77,37 @@ class Affine(tf.Module):
     return tf.matmul(x - self.center, self.kernel) + self.offset, None
 
 
+class RotatedFlow(tf.Module):
+  """A flow's Glow, then the principal axes its output is turned to (calibration.calibrator.FlowCalibration,
+  quantization.truncation), called as a Glow is: `(z @ axes, logdet) = flow(x)`.
+
+  Args:
+    glow_model: glow.Glow over width D.
+    axes: float [D, D], orthogonal.
+
+  Attributes:
+    config, dim, init: the Glow's (export_info.json).
+  """
+
+  def __init__(self, glow_model, axes):
+    super().__init__(name="rotated_flow")
+    self.glow = glow_model
+    self.axes = tf.Variable(np.asarray(axes, np.float32), trainable=False, name="principal_axes")
+    self.config, self.dim, self.init = glow_model.config, glow_model.dim, glow_model.init
+
+  def __call__(self, x, training=False):
+    """float32 [B, D] -> (float32 [B, D], the Glow's log-determinant)."""
+    z, logdet = self.glow(x, training=training)
+    return tf.matmul(z, self.axes), logdet
+
+
 def in_graph(calibration):
-  """What the exported graphs chain for a calibration.calibrator calibration: its glow.Glow (a flow), an Affine (a
-  baseline), or None (no calibration)."""
+  """What the exported graphs chain for a calibration.calibrator calibration: its glow.Glow (a flow; a RotatedFlow
+  when it has principal axes), an Affine (a baseline), or None (no calibration)."""
   if calibration is None:
     return None
   if calibration.method == calibrator.FLOW:
-    return calibration.glow
+    return calibration.glow if calibration.axes is None else RotatedFlow(calibration.glow, calibration.axes)
   return Affine(calibration.method, *calibration.affine())
 
 
@@ -173,7 +197,8 @@ def export_models(embedder, calibration, export_dir, version=1, overwrite=False,
   Args:
     embedder: bert_flow_tf.embedding.embedder.SentenceEmbedder (its tokenizer, encoder, pooling, max_seq_length).
     calibration: what the models chain after the pooling: a glow.Glow over width D = embedder.dim (its z is the
-      embedding), an Affine over width D (a baseline calibration), or None for the raw pooled vectors.
+      embedding) or a RotatedFlow (z turned to its principal axes), an Affine over width D (a baseline
+      calibration), or None for the raw pooled vectors.
     export_dir: str. Base directory.
     version: int >= 1. TF Serving version directory name.
     overwrite: bool. Replace existing versions (SavedModels; a folder holding anything else is refused);
@@ -238,7 +263,8 @@ def export_info(embedder, calibration, version):
       "dim": calibration.output_dim if affine else embedder.dim,
       "calibration": calibration.method if affine else None if calibration is None else "flow",
       "flow": None if calibration is None or affine else {
-          "config": calibration.config.to_dict(), "dim": calibration.dim, "init": calibration.init},
+          "config": calibration.config.to_dict(), "dim": calibration.dim, "init": calibration.init,
+          "principal_axes": isinstance(calibration, RotatedFlow)},
       "version": version,
       "signatures": {
           "text": {"serving_default": "sentences string [B] -> embeddings float32 [B, D]",

@@ -5,8 +5,8 @@
                                           them per call)
 
 Each file computes, from token ids, what `SentenceEncoder.encode` returns: BERT, the pooling, the calibration (a
-flow or an `export.Affine`), the model's Normalize (`normalize`), then `truncate_dim` dimensions (the first, or a
-flow's truncation order).
+flow, on its principal axes, or an `export.Affine`), the model's Normalize (`normalize`), then `truncate_dim`
+dimensions (the first, or a saved truncation order's: `quantization.truncation`).
 
   inputs   ids, mask, segment_ids: int32 [B, S] (B and S free), `[CLS] pieces [SEP]` then padding (mask 0)
   output   embedding: float32 [B, D']
@@ -130,7 +130,7 @@ def export_litert(embedder, calibration, export_dir, normalize=False, dims=None,
 
   Args:
     embedder: bert_flow_tf.embedding.embedder.SentenceEmbedder.
-    calibration: a glow.Glow, an export.Affine or None (as export.export_models).
+    calibration: a glow.Glow, an export.RotatedFlow, an export.Affine or None (as export.export_models).
     export_dir: str.
     normalize: bool, unit length after the calibration (the model's Normalize).
     dims: int [D'] or None, the calibrated dimensions kept, in order (quantization.truncation.kept_indices).

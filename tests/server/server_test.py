@@ -134,8 +134,7 @@ def test_openai_client_default_base64_float_and_dimensions(setup):
                                 np.array([d.embedding for d in default.data], np.float32))
   one = client.embeddings.create(model=MODEL, input=TEXTS[1], dimensions=5)
   np.testing.assert_allclose(one.data[0].embedding, enc.encode(TEXTS[1], truncate_dim=5), **CLOSE)
-  # The calibration's order: the 5 of largest variance, not the first 5.
-  assert list(enc.truncation_order[:5]) != [0, 1, 2, 3, 4]
+  assert enc.calibration.axes is not None  # dimensions=5: the flow's top 5 principal axes, turned in the graph
   mask = enc.tokenize(TEXTS)["input_mask"].numpy()
   assert default.usage.prompt_tokens == default.usage.total_tokens == int(mask.sum())
 
