@@ -13,7 +13,9 @@ order), each request the next ones in turn.
 Our per-request overhead at one client: the p50 of one-sentence requests over HTTP minus the p50 of
 `ExportedEncoder.encode` of the same sentences one at a time in this process (the model call the server makes),
 the two taken in turn in blocks of 40 requests (10 blocks each), before Infinity starts; measured
-`--overhead_repeats` times in a row (its spread is the measurement's).
+`--overhead_repeats` times in a row (its spread is the measurement's). With it, what it is made of: the server's
+own time per request beyond the model call (its /metrics), and the round trip of a request answered without the
+model (GET /v1/models) sent after the client waited as long as the model takes.
 
 Usage (from the repository root; the Infinity venv: bench/README.md):
   python bench/serve_http.py --infinity_python /tmp/infvenv/bin/python [--rounds 2] [--requests_scale 1]
@@ -157,7 +159,12 @@ class Served:
 def one_client_overhead(export_dir, served, sentences, blocks=10, block=40):
   """p50 (ms) of one-sentence requests to our server and of ExportedEncoder.encode of the same sentences in this
   process, taken in turn in blocks of `block` (after one untimed block of each): TensorFlow's threads keep a core
-  busy for a while after each call, so alternating call by call would charge each side with the other's."""
+  busy for a while after each call, so alternating call by call would charge each side with the other's.
+
+  Beside the overhead, what it is made of: the server's own time per request beyond its model call (from its
+  /metrics: arrival to answer minus the model run, both summed over the timed requests), and the HTTP round trip of
+  a request the server answers without the model (GET /v1/models), p50 of 200, each sent after the client waited
+  as long as an in-process encode takes (as a client waits for the model: both processes idle meanwhile)."""
   from bert_flow_tf.exported_encoder import ExportedEncoder  # pylint: disable=import-outside-toplevel
   encoder = ExportedEncoder(export_dir)
   connection = connect(served.port, served.prefix)
@@ -168,17 +175,37 @@ def one_client_overhead(export_dir, served, sentences, blocks=10, block=40):
   def http(text):
     post(connection, json.dumps({"model": served.model, "input": text, "encoding_format": "float"}).encode())
 
+  def server_seconds():
+    """(summed seconds of /v1/embeddings requests, of model runs, the requests answered) from /metrics."""
+    connection.request("GET", "/metrics")
+    samples = connection.getresponse().read().decode().splitlines()
+    value = lambda prefix: sum(float(s.rsplit(" ", 1)[1]) for s in samples if s.startswith(prefix))
+    return (value('bert_flow_request_seconds_sum{endpoint="/v1/embeddings"}'),
+            value("bert_flow_batch_seconds_sum"), value('bert_flow_request_seconds_count{endpoint="/v1/embeddings"}'))
+
   times = {local: [], http: []}
   for b in range(blocks + 1):
+    if b == 1:
+      before = server_seconds()
     for call, kept in times.items():
       for text in sentences[b * block:(b + 1) * block]:
         began = time.perf_counter()
         call(text)
         if b:
           kept.append(time.perf_counter() - began)
+  requests, model, count = (a - b for a, b in zip(server_seconds(), before))
   local_p50, http_p50 = (float(np.percentile(kept, 50)) * 1e3 for kept in times.values())
+  idle = []
+  for _ in range(200):
+    time.sleep(local_p50 / 1e3)
+    began = time.perf_counter()
+    connection.request("GET", served.prefix + "/models")
+    connection.getresponse().read()
+    idle.append(time.perf_counter() - began)
   return {"http_p50_ms": round(http_p50, 3), "in_process_p50_ms": round(local_p50, 3),
-          "overhead_ms": round(http_p50 - local_p50, 3), "requests": blocks * block}
+          "overhead_ms": round(http_p50 - local_p50, 3), "requests": blocks * block,
+          "server_beyond_model_ms": round((requests - model) / count * 1e3, 3),
+          "idle_round_trip_p50_ms": round(float(np.percentile(idle, 50)) * 1e3, 3)}
 
 
 def main():

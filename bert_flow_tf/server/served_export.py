@@ -1,8 +1,9 @@
 """ServedExport: an export's text model (and its search models) as the server runs them, a batch at a time.
 
-One call of `embed_counted` runs the text SavedModel's serving_default on a batch of sentences from any number of
-requests and returns their calibrated vectors (the export's `embeddings`) with each sentence's tokens (`embed` and
-`token_counts` apart, for a batch cut in several calls). `request_output` then makes one request's rows by the one
+One call of `embed_counted` runs the text SavedModel on a batch of sentences from any number of requests and returns
+their calibrated vectors (the export's `embeddings`) with each sentence's tokens, from its one tokenization (the
+`with_token_counts` signature; an export written without it is tokenized a second time for the counts). `embed` and
+`token_counts` run apart, for a batch cut in several calls. `request_output` then makes one request's rows by the one
 contract of every door, the ExportedEncoder's `SentenceCodes` (as its `encode` does): the model's Normalize, the
 calibration's truncation order for `dimensions`, and codes from the calibration's saved int8 ranges
 (export_info.json), so a sentence's answer equals `encode(..., truncate_dim=, precision=)` and does not depend on
@@ -13,10 +14,12 @@ Legend: n = sentences, D = the export's width, D' = a request's dimensions.
 """
 import os
 
+import numpy as np
 import tensorflow as tf
 
 from bert_flow_tf.exported_encoder import ExportedEncoder
 from bert_flow_tf.modeling.tokenizer import BertTokenizer
+from bert_flow_tf.serving import export
 from bert_flow_tf.serving import text_bound
 
 RANGED = ("int8", "uint8")  # precisions whose codes need the calibration's int8 ranges
@@ -41,7 +44,9 @@ class ServedExport:
     self.name = name or os.path.basename(os.path.normpath(export_dir))
     self.dim = self.encoder.dim
     self.max_seq_length = self.encoder.max_seq_length
-    self._serve = self.encoder.text_model.signatures["serving_default"]
+    signatures = self.encoder.text_model.signatures
+    self._serve = signatures["serving_default"]
+    self._serve_counted = signatures.get(export.TOKEN_COUNTS_SIGNATURE)  # None: an export written before it
     ranged = RANGED if self.encoder.int8_ranges is not None else ()
     self.precisions = ("float32",) + ranged + ("binary", "ubinary")
     self.search_precisions = tuple(p for p, model in (("float32", self.encoder.search_model),
@@ -55,8 +60,12 @@ class ServedExport:
 
   def embed_counted(self, sentences):
     """(float32 [n, D], np.int64 [n]): `embed` and `token_counts` of a list of n str in one TensorFlow call."""
-    vectors, tokens = self._embed_counted(tf.constant(sentences, tf.string))
-    return vectors.numpy(), tokens.numpy()
+    sentences = tf.constant(sentences, tf.string)
+    if self._serve_counted is None:
+      vectors, tokens = self._embed_tokenized_twice(sentences)
+      return vectors.numpy(), tokens.numpy()
+    out = self._serve_counted(sentences=sentences)
+    return out["embeddings"].numpy(), out["token_counts"].numpy().astype(np.int64)
 
   def token_counts(self, sentences):
     """np.int64 [n]: the tokens the model reads of each sentence ([CLS] + pieces + [SEP], at most
@@ -64,7 +73,7 @@ class ServedExport:
     return self._count(tf.constant(sentences, tf.string)).numpy()
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
-  def _embed_counted(self, sentences):
+  def _embed_tokenized_twice(self, sentences):
     return self._serve(sentences=sentences)["embeddings"], self._counted(sentences)
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)

@@ -5,6 +5,7 @@
   <export_dir>/text/<version>/   strings in; tokenizer -> BERT -> pooling -> flow, all in the graph.
       serving_default: sentences string [B]                       -> embeddings float32 [B, D]
       similarity:      sentences_a, sentences_b string [B]         -> cosine float32 [B]
+      with_token_counts: sentences string [B] -> embeddings float32 [B, D], token_counts int32 [B] (the tokens read)
   <export_dir>/ids/<version>/    tokenizer-free (no TF.Text ops), for servers built without them.
       serving_default: input_word_ids, input_mask, input_type_ids int32 [B, S] -> embeddings float32 [B, D]
   <export_dir>/search/<version>/ and binary_search/<version>/: the text model and a corpus, searched in the graph
@@ -46,6 +47,7 @@ from bert_flow_tf.modeling import pooling_ops
 from bert_flow_tf.utils import io_utils
 
 INFO_FILE = "export_info.json"
+TOKEN_COUNTS_SIGNATURE = "with_token_counts"  # the text model's embeddings with each sentence's tokens
 # What a version folder holds (tf.saved_model.save, then the warm-up requests), saved_model.pb first.
 SAVED_MODEL_FILES = ("saved_model.pb", "variables", "assets", "assets.extra", "fingerprint.pb")
 _IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
@@ -159,15 +161,27 @@ class TextEmbedder(IdsEmbedder):
     self.variables = list(self.weights) + [self.do_lower_case, self.max_seq_length]
     self.trainable_variables = [v for v in self.variables if v.trainable]
 
-  def embed_text(self, sentences):
-    """tf.string [B] -> float32 [B, D], each batch padded to its longest sentence (capped at max_seq_length)."""
+  def packed_text(self, sentences):
+    """tf.string [B] -> the encoder's input dict, int32 [B, S]: each batch padded to its longest sentence (capped at
+    max_seq_length)."""
     bounded = text_bound.bound_text(sentences, self.tokenizer.max_seq_length, self.tokenizer.do_lower_case)
-    return self.embed_ids(packing.pack_to_longest(self.tokenizer, self.tokenizer.tokenize(bounded)))
+    return packing.pack_to_longest(self.tokenizer, self.tokenizer.tokenize(bounded))
+
+  def embed_text(self, sentences):
+    """tf.string [B] -> float32 [B, D]."""
+    return self.embed_ids(self.packed_text(sentences))
 
   @tf.function(input_signature=[TEXT_SPEC])
   def serve_text(self, sentences):
     embeddings = self.embed_text(sentences)
     return {"embeddings": embeddings, **(self.quantizer(embeddings) if self.quantizer else {})}
+
+  @tf.function(input_signature=[TEXT_SPEC])
+  def serve_text_with_token_counts(self, sentences):
+    """serving_default's embeddings and the tokens the model read of each sentence: token_counts int32 [B]
+    ([CLS] + word pieces + [SEP], at most max_seq_length), from the same tokenization (an HTTP server's usage)."""
+    inputs = self.packed_text(sentences)
+    return {"embeddings": self.embed_ids(inputs), "token_counts": tf.reduce_sum(inputs["input_mask"], axis=1)}
 
   @tf.function(input_signature=[TEXT_SPEC])
   def __call__(self, sentences):
@@ -230,7 +244,8 @@ def export_models(embedder, calibration, export_dir, version=1, overwrite=False,
   warmup = warmup_module()
   text = TextEmbedder(embedder, calibration, quantizer)
   save_atomically(text, paths["text"], {"serving_default": text.serve_text,
-                                         "similarity": text.serve_similarity},
+                                         "similarity": text.serve_similarity,
+                                         TOKEN_COUNTS_SIGNATURE: text.serve_text_with_token_counts},
                    warmup and warmup.text_model_logs())
   ids = IdsEmbedder(embedder, calibration)
   save_atomically(ids, paths["ids"], {"serving_default": ids.serve_ids},
@@ -268,7 +283,9 @@ def export_info(embedder, calibration, version):
       "version": version,
       "signatures": {
           "text": {"serving_default": "sentences string [B] -> embeddings float32 [B, D]",
-                   "similarity": "sentences_a, sentences_b string [B] -> cosine float32 [B]"},
+                   "similarity": "sentences_a, sentences_b string [B] -> cosine float32 [B]",
+                   TOKEN_COUNTS_SIGNATURE: "sentences string [B] -> embeddings float32 [B, D], "
+                                           "token_counts int32 [B]"},
           "ids": {"serving_default": "input_word_ids, input_mask, input_type_ids int32 [B, S] -> "
                                      "embeddings float32 [B, D]"},
       },

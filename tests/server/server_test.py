@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import bert_flow_tf
 from bert_flow_tf.server import batcher as batcher_lib
@@ -373,3 +374,7 @@ def test_batches_cut_by_tokens_give_the_one_call_rows(setup):
     np.testing.assert_array_equal(tokens, cut_tokens)
     np.testing.assert_array_equal(tokens, served.token_counts(texts))
   np.testing.assert_allclose(rows(np.concatenate([v for v, _ in whole])), want, **CLOSE)
+  # an export written without the with_token_counts signature: tokenized again for the counts
+  twice = [t.numpy() for t in served._embed_tokenized_twice(tf.constant(SENTENCES))]  # pylint: disable=protected-access
+  np.testing.assert_allclose(rows(twice[0]), want, **CLOSE)
+  np.testing.assert_array_equal(twice[1], np.concatenate([tokens for _, tokens in whole]))
