@@ -48,7 +48,7 @@ from bert_flow_tf.quantization import ivf_index
 from bert_flow_tf.quantization import ivf_probe
 from bert_flow_tf.quantization import st_layouts
 from bert_flow_tf.sentence_encoder import SentenceEncoder
-from bert_flow_tf.serving import export
+from bert_flow_tf.serving import graph_calibration
 from bert_flow_tf.serving import session_loader
 # pylint: enable=wrong-import-position
 
@@ -258,7 +258,7 @@ def main():
   enc = SentenceEncoder.from_pretrained("all-minilm-l6-v2", pooling="last-avg", cache_dir=args.cache_dir)
   cal = calibrator.fit("whitening", enc.encode_raw(fit_sentences))
   x_full = cal.transform(enc.encode_raw(corpus))
-  affine, ranges = export.Affine(cal.method, *cal.affine()), cal.int8_ranges[:, :args.dim]
+  affine, ranges = graph_calibration.Affine(cal.method, *cal.affine()), cal.int8_ranges[:, :args.dim]
   out = {} if args.search_only else {"real_only": real_only(args, x_full, ranges, query_ids)}
   print(f"  real only: {json.dumps(out.get('real_only'))}", file=sys.stderr, flush=True)
   with tempfile.TemporaryDirectory() as workdir:

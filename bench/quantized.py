@@ -7,7 +7,8 @@ Prints one markdown table (and writes the numbers as JSON with --json_out). Vect
     STS-B sentences (train + dev + test, no labels: the paper's target setting). The int8 ranges are fitted on the
     same sentences after the calibration (`calibration.int8_ranges`, mean +- 3.9 std, one width for the flow's axes:
     `quantization.int8_ranges`; raw: the same per-dimension rule on the raw vectors); "int8 (ST ranges)" uses
-    sentence-transformers' rule instead: each dimension's min and max over those sentences (`quantize_embeddings(..., calibration_embeddings=)`). Nothing is fitted on STS-B test labels.
+    sentence-transformers' rule instead: each dimension's min and max over those sentences (`quantize_embeddings(...,
+    calibration_embeddings=)`). Nothing is fitted on STS-B test labels.
   * widths: full, and the first k = 128 and 64 dimensions after the calibration, what truncate_dim keeps (whitening:
     its top-k principal directions, = whitening-k; the flow: z's top-k principal axes over the fit set,
     `quantization.truncation`).
@@ -57,7 +58,7 @@ from bert_flow_tf.quantization import hamming_search
 from bert_flow_tf.quantization import int8_ranges
 from bert_flow_tf.quantization import st_layouts
 from bert_flow_tf.sentence_encoder import SentenceEncoder
-from bert_flow_tf.serving import export
+from bert_flow_tf.serving import graph_calibration
 from bert_flow_tf.serving import search_model
 from bert_flow_tf.serving import session_loader
 # pylint: enable=wrong-import-position
@@ -228,7 +229,7 @@ def scale(args, corpus, calibrations, query_ids, workdir):
   enc = SentenceEncoder.from_pretrained("all-minilm-l6-v2", pooling="last-avg", cache_dir=args.cache_dir)
   cal = calibrations[("last-avg", "whitening")]
   x_full = cal.transform(enc.encode_raw(corpus))
-  affine = export.Affine(cal.method, *cal.affine())
+  affine = graph_calibration.Affine(cal.method, *cal.affine())
   query_ids = query_ids[:args.scale_queries]
   queries = [corpus[i] for i in query_ids]
   out = []

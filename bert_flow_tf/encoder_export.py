@@ -7,7 +7,8 @@ it too):
   <export_dir>/binary_search/<version>   with a corpus and search="binary": quantization.binary_search_model
   <export_dir>/litert/                   litert=True: serving.litert
 
-The calibration is in every graph (a flow, or a baseline as export.Affine: `export.in_graph`); the sentence codes
+The calibration is in every graph (a flow, or a baseline as graph_calibration.Affine: `graph_calibration.in_graph`); the
+sentence codes
 give the model's Normalize, the truncation order, the int8 ranges and the default truncate_dim, recorded in
 export_info.json and cut into the binary search and LiteRT models as `encode` cuts.
 
@@ -19,6 +20,7 @@ from bert_flow_tf.quantization import binary_search_model
 from bert_flow_tf.quantization import graph_quantizer
 from bert_flow_tf.quantization import hamming_search
 from bert_flow_tf.serving import export as export_lib
+from bert_flow_tf.serving import graph_calibration
 from bert_flow_tf.serving import litert as litert_lib
 from bert_flow_tf.serving import search_model
 from bert_flow_tf.utils import io_utils
@@ -52,7 +54,7 @@ def export(calibrated_embedder, sentence_codes, export_dir, version=1, overwrite
   if isinstance(corpus, (str, os.PathLike)):
     corpus = io_utils.read_lines(os.fspath(corpus))
   embedder, codes = calibrated_embedder.embedder, sentence_codes
-  in_graph = export_lib.in_graph(calibrated_embedder.calibration)
+  in_graph = graph_calibration.in_graph(calibrated_embedder.calibration)
   quantizer = None
   if precisions:
     quantizer = graph_quantizer.GraphQuantizer(precisions, codes.int8_ranges, calibrated_embedder.dim)

@@ -1,10 +1,10 @@
 """Serves one export from two TensorFlow versions as the model server would, and compares the embeddings.
 
 Exports MiniLM (`--model_dir`, `--pooling`, max_seq_length 64) with a Glow whose ActNorms are data-initialized on
-the test sentences, turned to its principal axes over them as a fitted flow is (export.RotatedFlow), and a binary
-search model (`binary_search/1`) over the test sentences, cut to the 11 top axes that 12 sentences span (or takes
-`--export_dir`, an existing export, searched when it holds binary_search/1), then, in a fresh process of this Python (TF 2.21) and of `--other_python` (e.g. the TF 2.20 venv
-of scripts/tf220_venv.sh):
+the test sentences, turned to its principal axes over them as a fitted flow is (graph_calibration.RotatedFlow), and
+a binary search model (`binary_search/1`) over the test sentences, cut to the 11 top axes that 12 sentences span (or
+takes `--export_dir`, an existing export, searched when it holds binary_search/1), then, in a fresh process of this
+Python (TF 2.21) and of `--other_python` (e.g. the TF 2.20 venv of scripts/tf220_venv.sh):
   * runs scripts/check_servable.py (so core ops are checked against each version's op registry);
   * loads both SavedModels with the TF1 session loader on `serve` and feeds them through the signature tensor
     names (bert_flow_tf.serving.session_loader; tensorflow_text imported for the text model only).
@@ -40,6 +40,7 @@ from bert_flow_tf.quantization import hamming_search
 from bert_flow_tf.quantization import int8_ranges
 from bert_flow_tf.quantization import truncation
 from bert_flow_tf.serving import export
+from bert_flow_tf.serving import graph_calibration
 from glow.model import Glow
 # pylint: enable=wrong-import-position
 
@@ -67,7 +68,7 @@ def export_fresh(model_dir, pooling, export_dir):
   glow_model.data_init(tf.constant(raw))
   latent = decompositions.Scatter()
   latent.add(glow_model(tf.constant(raw), training=False)[0].numpy())
-  flow = export.RotatedFlow(glow_model, truncation.principal_axes(latent)[0])  # as a fitted flow is exported
+  flow = graph_calibration.RotatedFlow(glow_model, truncation.principal_axes(latent)[0])  # as a fitted flow is exported
   export.export_models(embedder, flow, export_dir, version=1)
   ids = {k: v.numpy().tolist() for k, v in embedder.tokenizer(tf.constant(SENTENCES)).items()}
   z = flow(tf.constant(raw), training=False)[0].numpy()

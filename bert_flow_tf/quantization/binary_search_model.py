@@ -136,7 +136,7 @@ def export_binary_search(embedder, calibration, blocks, rows, ranges, export_dir
 
   Args:
     embedder: SentenceEmbedder, as `export.export_models`.
-    calibration: a glow.Glow, an export.RotatedFlow or an export.Affine over width D, or None.
+    calibration: a glow.Glow, a graph_calibration.RotatedFlow or a graph_calibration.Affine over width D, or None.
     blocks: iterable of (list of R str, float [R, D']): the corpus's sentences and their calibrated vectors, cut
       to the dimensions `dims` (D' <= the text model's width).
     rows: int M, the corpus size (the sum of the R).

@@ -40,7 +40,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_flow_tf import search
-from bert_flow_tf.calibration import calibrator
+from bert_flow_tf.serving import graph_calibration
 from bert_flow_tf.serving import text_bound
 from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling_ops
@@ -52,65 +52,6 @@ TOKEN_COUNTS_SIGNATURE = "with_token_counts"  # the text model's embeddings with
 SAVED_MODEL_FILES = ("saved_model.pb", "variables", "assets", "assets.extra", "fingerprint.pb")
 _IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
 TEXT_SPEC = tf.TensorSpec([None], tf.string)
-
-
-class Affine(tf.Module):
-  """y = (x - center) W + offset: a calibration of calibration.baselines (whitening(-k), SN, NATSV are all affine),
-  chained by the SavedModels where a Glow would be, and called as a Glow is: `(y, None) = affine(x)`.
-
-  Args:
-    method: str, the baseline's name ("whitening", "whitening-256", ...).
-    center: float [D].
-    kernel: float [D, D'].
-    offset: float [D'].
-  """
-
-  def __init__(self, method, center, kernel, offset):
-    super().__init__(name="affine_calibration")
-    self.method = method
-    self.dim, self.output_dim = kernel.shape  # D (the input's width, as Glow.dim), D'
-    self.center = tf.Variable(np.asarray(center, np.float32), trainable=False, name="center")
-    self.kernel = tf.Variable(np.asarray(kernel, np.float32), trainable=False, name="kernel")
-    self.offset = tf.Variable(np.asarray(offset, np.float32), trainable=False, name="offset")
-
-  def __call__(self, x, training=False):
-    """float32 [B, D] -> (float32 [B, D'], None)."""
-    del training  # unused: no dropout
-    return tf.matmul(x - self.center, self.kernel) + self.offset, None
-
-
-class RotatedFlow(tf.Module):
-  """A flow's Glow, then the principal axes its output is turned to (calibration.calibrator.FlowCalibration,
-  quantization.truncation), called as a Glow is: `(z @ axes, logdet) = flow(x)`.
-
-  Args:
-    glow_model: glow.Glow over width D.
-    axes: float [D, D], orthogonal.
-
-  Attributes:
-    config, dim, init: the Glow's (export_info.json).
-  """
-
-  def __init__(self, glow_model, axes):
-    super().__init__(name="rotated_flow")
-    self.glow = glow_model
-    self.axes = tf.Variable(np.asarray(axes, np.float32), trainable=False, name="principal_axes")
-    self.config, self.dim, self.init = glow_model.config, glow_model.dim, glow_model.init
-
-  def __call__(self, x, training=False):
-    """float32 [B, D] -> (float32 [B, D], the Glow's log-determinant)."""
-    z, logdet = self.glow(x, training=training)
-    return tf.matmul(z, self.axes), logdet
-
-
-def in_graph(calibration):
-  """What the exported graphs chain for a calibration.calibrator calibration: its glow.Glow (a flow; a RotatedFlow
-  when it has principal axes), an Affine (a baseline), or None (no calibration)."""
-  if calibration is None:
-    return None
-  if calibration.method == calibrator.FLOW:
-    return calibration.glow if calibration.axes is None else RotatedFlow(calibration.glow, calibration.axes)
-  return Affine(calibration.method, *calibration.affine())
 
 
 class IdsEmbedder(tf.Module):
@@ -167,9 +108,17 @@ class TextEmbedder(IdsEmbedder):
     bounded = text_bound.bound_text(sentences, self.tokenizer.max_seq_length, self.tokenizer.do_lower_case)
     return packing.pack_to_longest(self.tokenizer, self.tokenizer.tokenize(bounded))
 
+  @tf.function(input_signature=[TEXT_SPEC])
+  def embed_and_count(self, sentences):
+    """tf.string [B] -> (float32 [B, D], int32 [B] the tokens the model read of each sentence: [CLS] + word pieces
+    + [SEP], at most max_seq_length). One function that every text signature calls, so the SavedModel traces and
+    stores the tokenizer and the encoder once."""
+    inputs = self.packed_text(sentences)
+    return self.embed_ids(inputs), tf.reduce_sum(inputs["input_mask"], axis=1)
+
   def embed_text(self, sentences):
     """tf.string [B] -> float32 [B, D]."""
-    return self.embed_ids(self.packed_text(sentences))
+    return self.embed_and_count(sentences)[0]
 
   @tf.function(input_signature=[TEXT_SPEC])
   def serve_text(self, sentences):
@@ -178,10 +127,10 @@ class TextEmbedder(IdsEmbedder):
 
   @tf.function(input_signature=[TEXT_SPEC])
   def serve_text_with_token_counts(self, sentences):
-    """serving_default's embeddings and the tokens the model read of each sentence: token_counts int32 [B]
-    ([CLS] + word pieces + [SEP], at most max_seq_length), from the same tokenization (an HTTP server's usage)."""
-    inputs = self.packed_text(sentences)
-    return {"embeddings": self.embed_ids(inputs), "token_counts": tf.reduce_sum(inputs["input_mask"], axis=1)}
+    """serving_default's embeddings and the tokens the model read of each sentence (`embed_and_count`): an HTTP
+    server's usage from the same tokenization."""
+    embeddings, token_counts = self.embed_and_count(sentences)
+    return {"embeddings": embeddings, "token_counts": token_counts}
 
   @tf.function(input_signature=[TEXT_SPEC])
   def __call__(self, sentences):
@@ -266,7 +215,7 @@ def export_models(embedder, calibration, export_dir, version=1, overwrite=False,
 def export_info(embedder, calibration, version):
   """The JSON-ready description written to export_info.json."""
   model = embedder.loaded
-  affine = isinstance(calibration, Affine)
+  affine = isinstance(calibration, graph_calibration.Affine)
   return {
       "model_source": str(model.source),
       "model_format": model.format,
@@ -279,7 +228,7 @@ def export_info(embedder, calibration, version):
       "calibration": calibration.method if affine else None if calibration is None else "flow",
       "flow": None if calibration is None or affine else {
           "config": calibration.config.to_dict(), "dim": calibration.dim, "init": calibration.init,
-          "principal_axes": isinstance(calibration, RotatedFlow)},
+          "principal_axes": isinstance(calibration, graph_calibration.RotatedFlow)},
       "version": version,
       "signatures": {
           "text": {"serving_default": "sentences string [B] -> embeddings float32 [B, D]",

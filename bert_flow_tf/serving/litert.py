@@ -5,7 +5,7 @@
                                           them per call)
 
 Each file computes, from token ids, what `SentenceEncoder.encode` returns: BERT, the pooling, the calibration (a
-flow, on its principal axes, or an `export.Affine`), the model's Normalize (`normalize`), then `truncate_dim`
+flow, on its principal axes, or an `graph_calibration.Affine`), the model's Normalize (`normalize`), then `truncate_dim`
 dimensions (the first, or a saved truncation order's: `quantization.truncation`).
 
   inputs   ids, mask, segment_ids: int32 [B, S] (B and S free), `[CLS] pieces [SEP]` then padding (mask 0)
@@ -33,6 +33,7 @@ import tensorflow as tf
 
 from bert_flow_tf import search
 from bert_flow_tf.serving import export as export_lib
+from bert_flow_tf.serving import graph_calibration
 from bert_flow_tf.utils import io_utils
 
 KIND = "litert"
@@ -130,7 +131,8 @@ def export_litert(embedder, calibration, export_dir, normalize=False, dims=None,
 
   Args:
     embedder: bert_flow_tf.embedding.embedder.SentenceEmbedder.
-    calibration: a glow.Glow, an export.RotatedFlow, an export.Affine or None (as export.export_models).
+    calibration: a glow.Glow, a graph_calibration.RotatedFlow, a graph_calibration.Affine or None (as
+      export.export_models).
     export_dir: str.
     normalize: bool, unit length after the calibration (the model's Normalize).
     dims: int [D'] or None, the calibrated dimensions kept, in order (quantization.truncation.kept_indices).
@@ -162,4 +164,4 @@ def export_litert(embedder, calibration, export_dir, normalize=False, dims=None,
 def _calibration_name(calibration):
   if calibration is None:
     return "none"
-  return calibration.method if isinstance(calibration, export_lib.Affine) else "flow"
+  return calibration.method if isinstance(calibration, graph_calibration.Affine) else "flow"

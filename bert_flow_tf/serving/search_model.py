@@ -54,7 +54,7 @@ def export_search_model(embedder, calibration, corpus_vectors, corpus_sentences,
 
   Args:
     embedder: SentenceEmbedder, as `export_lib.export_models`.
-    calibration: a glow.Glow, an export_lib.RotatedFlow or an export_lib.Affine over width D, or None.
+    calibration: a glow.Glow, a graph_calibration.RotatedFlow or a graph_calibration.Affine over width D, or None.
     corpus_vectors: float [M, D], the corpus's embeddings as this embedder and calibration give them (normalised
       here).
     corpus_sentences: list of M str.

@@ -18,6 +18,7 @@ from bert_flow_tf.quantization import hamming_search
 from bert_flow_tf.quantization import int8_ranges
 from bert_flow_tf.quantization import st_layouts
 from bert_flow_tf.serving import export
+from bert_flow_tf.serving import graph_calibration
 from bert_flow_tf.serving import op_audit
 from tests.embedding.engine_vectors import engine_vectors
 from tests.embedding.tiny_model import SENTENCES, tiny_model
@@ -149,7 +150,7 @@ def fixture_tiny_embedder(tmp_path_factory):
 def test_the_binary_search_saved_model_answers_as_numpy(tiny_embedder, tmp_path):
   vectors = engine_vectors(tiny_embedder, SENTENCES)
   calibration = calibrator.fit("whitening", vectors)
-  flow = export.Affine(calibration.method, *calibration.affine())
+  flow = graph_calibration.Affine(calibration.method, *calibration.affine())
   width = 12                                           # truncated to the first 12 whitened dimensions
   corpus_vectors = calibration.transform(vectors)[:, :width]
   ranges = calibration.int8_ranges[:, :width]

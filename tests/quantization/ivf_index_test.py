@@ -16,7 +16,7 @@ from bert_flow_tf.quantization import hamming_search
 from bert_flow_tf.quantization import int8_ranges
 from bert_flow_tf.quantization import ivf_index
 from bert_flow_tf.quantization import ivf_probe
-from bert_flow_tf.serving import export
+from bert_flow_tf.serving import graph_calibration
 from bert_flow_tf.serving import op_audit
 from bert_flow_tf.serving import session_loader
 from tests.embedding.engine_vectors import engine_vectors
@@ -140,8 +140,8 @@ def test_the_exported_index_answers_as_numpy_through_both_loaders_and_passes_the
   corpus_vectors, ranges = calibration.transform(vectors)[:, :12], calibration.int8_ranges[:, :12]
   blocks = ((SENTENCES[s:s + 5], corpus_vectors[s:s + 5]) for s in range(0, len(SENTENCES), 5))
   path = binary_search_model.export_binary_search(
-      tiny_embedder, export.Affine(calibration.method, *calibration.affine()), blocks, len(SENTENCES), ranges,
-      str(tmp_path), num_lists=4, nprobe=2)
+      tiny_embedder, graph_calibration.Affine(calibration.method, *calibration.affine()), blocks, len(SENTENCES),
+      ranges, str(tmp_path), num_lists=4, nprobe=2)
   audit = op_audit.audit_saved_model(path)
   assert audit.servable() and {"RaggedRange", "PopulationCount"} <= set(audit.ops["core"])
   index = ivf_index.build(corpus_codes.CorpusCodes.of(corpus_vectors, ranges), 4)   # in memory, at once
