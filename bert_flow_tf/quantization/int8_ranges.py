@@ -111,9 +111,7 @@ def calibrated_blocks(transform, x):
 
 def save(folder, ranges):
   """Writes ranges float [2, D'] to folder/RANGES_FILE (atomically)."""
-  with io_utils.atomic_path(os.path.join(folder, RANGES_FILE)) as tmp:
-    with open(tmp, "wb") as f:
-      np.save(f, np.asarray(ranges, np.float32))
+  io_utils.write_npy(os.path.join(folder, RANGES_FILE), np.asarray(ranges, np.float32))
 
 
 def load_ranges(folder):

@@ -47,9 +47,7 @@ def principal_axes(scatter):
 
 def save_axes(folder, axes):
   """Writes axes float [D, D] to folder/AXES_FILE (atomically)."""
-  with io_utils.atomic_path(os.path.join(folder, AXES_FILE)) as tmp:
-    with open(tmp, "wb") as f:
-      np.save(f, np.asarray(axes, np.float32))
+  io_utils.write_npy(os.path.join(folder, AXES_FILE), np.asarray(axes, np.float32))
 
 
 def load_axes(folder, dim):
@@ -92,9 +90,7 @@ def kept_indices(order, truncate_dim, dim):
 
 def save(folder, order):
   """Writes order int [D'] to folder/ORDER_FILE (atomically)."""
-  with io_utils.atomic_path(os.path.join(folder, ORDER_FILE)) as tmp:
-    with open(tmp, "wb") as f:
-      np.save(f, np.asarray(order, np.int32))
+  io_utils.write_npy(os.path.join(folder, ORDER_FILE), np.asarray(order, np.int32))
 
 
 def load_order(folder, dim):

@@ -84,6 +84,13 @@ def read_json_object(path, missing):
   return value
 
 
+def write_npy(path, array):
+  """Writes an array as np.save does, atomically."""
+  with atomic_path(path) as tmp:
+    with open(tmp, "wb") as f:
+      np.save(f, array)
+
+
 def read_npy(path, what):
   """The array np.save wrote at `path` (read without pickle), or None when there is no such file; errors.UserError
   naming the file ("unreadable <what>") when it does not read (an empty or cut file among them)."""
