@@ -13,7 +13,7 @@ encoder gives its constructor:
                         the calibration's truncation order and int8 ranges
 
 `encode` runs, as sentence-transformers does: prompt + text -> calibrated vectors -> unit length when the model
-ends with a Normalize -> truncate_dim dimensions (the first, or those a flow's truncation order puts first) -> unit
+ends with a Normalize -> truncate_dim dimensions (the first, or those a saved truncation order puts first) -> unit
 length (normalize_embeddings) -> precision, by the one contract of `quantization.sentence_codes` (with int8
 ranges, the codes of the calibrated vectors: they depend on the sentence alone).
 

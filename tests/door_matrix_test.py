@@ -1,7 +1,7 @@
 """One sentence, one vector and one set of codes through every door (bert_flow_tf/quantization/sentence_codes.py's
 contract).
 
-The tiny BERT (D = 16) with a model Normalize and a flow fitted with its int8 ranges and truncation order; doors x
+The tiny BERT (D = 16) with a model Normalize and a flow fitted with its principal axes and int8 ranges; doors x
 precisions x {full, truncated} x {one sentence, a batch}, against one reference computed from the calibration's
 parts (BERT's raw vectors -> calibration.transform -> cut -> quantize with the saved ranges). Codes are compared byte
 for byte; float vectors byte for byte within a process's eager doors, and to 1e-6 from the SavedModel's graph

@@ -5,7 +5,7 @@ their calibrated vectors (the export's `embeddings`) with each sentence's tokens
 `with_token_counts` signature; an export written without it is tokenized a second time for the counts). `embed` and
 `token_counts` run apart, for a batch cut in several calls. `request_output` then makes one request's rows by the one
 contract of every door, the ExportedEncoder's `SentenceCodes` (as its `encode` does): the model's Normalize, the
-calibration's truncation order for `dimensions`, and codes from the calibration's saved int8 ranges
+calibration's cut for `dimensions` (`quantization.truncation`), and codes from the calibration's saved int8 ranges
 (export_info.json), so a sentence's answer equals `encode(..., truncate_dim=, precision=)` and does not depend on
 what else was in its batch. Without saved ranges, int8 and uint8 are not offered: their codes would depend on the
 batch.
