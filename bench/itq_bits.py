@@ -1,24 +1,25 @@
-"""Do ITQ-rotated sign bits find the neighbours with fewer candidates? A measurement (ITQ is not in the product).
+"""Do the binary search's ITQ-rotated sign bits find the neighbours with fewer candidates than the plain ones?
 
-ITQ (Gong and Lazebnik, "Iterative Quantization", CVPR 2011): an orthogonal R [D', D'] that lowers the sign
-quantization loss ||sign(V R) - V R||^2 of centred vectors V, by alternating B = sign(V R) and the orthogonal
-Procrustes step R = U W^T (U S W^T the SVD of V^T B), from a random rotation, --iterations rounds. Here V is the
-whitened `last-avg` vectors (all-MiniLM-L6-v2) of the 15,487 STS-B sentences cut to their first --dim dimensions:
-the calibration's own fit set, where the product fits whitening and its int8 ranges.
+The binary search turns each corpus's sign bits by ITQ's rotation (`quantization.sign_rotation`, fitted by
+`corpus_codes.CorpusCodes.finish` on the corpus's own int8 codes read back); this compares it, on the same codes,
+with the plain sign bits (`finish(rotation=identity)`: the sign bits of the codes read back).
 
-Printed (JSON): the quantization loss per dimension before and after, and over the 63,294 evaluation-set sentences
-(bench/quantized.py's corpus and 300 queries, each leaving itself out) recall@10 against exact fp32 at the same
-width of the Hamming order alone and of the Hamming candidates rescored with the int8 codes, at each of
---candidates, with the identity and with R applied to the sign bits (the int8 codes and the rescoring are the same
-in both: a rotation changes no cosine).
+Vectors: all-MiniLM-L6-v2 `last-avg` of the 63,294 distinct evaluation-set sentences (bench/quantized.py's corpus
+and 300 queries, each leaving itself out), calibrated by whitening and by the flow (config_l3_d3_w32), each fitted on
+the 15,487 STS-B sentences (`calibrator.fit`, as `SentenceEncoder.fit`), at full width and at their first --dim
+dimensions (what `truncate_dim` keeps). Printed (JSON), per calibration and width: the rotation's fit in seconds, the
+sign quantization loss per dimension of the codes read back with each rotation, and recall@10 against exact fp32
+at the same width of the Hamming order alone and of the Hamming candidates rescored with the int8 codes
+(`hamming_search.search_codes`), at each of --candidates.
 
-Usage: python bench/itq_bits.py [--dim 128] [--candidates 10,100,200,500,1000,2000]
+Usage: python bench/itq_bits.py [--cache_dir exp/store] [--dim 128] [--candidates 100,200,500,1000]
 """
 import argparse
 import json
 import os
 import pathlib
 import sys
+import time
 
 import numpy as np
 
@@ -30,23 +31,19 @@ import quantized
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.quantization import corpus_codes
 from bert_flow_tf.quantization import hamming_search
+from bert_flow_tf.quantization import sign_rotation
 from bert_flow_tf.sentence_encoder import SentenceEncoder
 # pylint: enable=wrong-import-position
 
 
-def fit_itq(v, iterations, seed=0):
-  """Orthogonal float64 [D', D'] lowering ||sign(v R) - v R||^2 for float [n, D'] (see the module notes)."""
-  v = np.asarray(v, np.float64)
-  rotation, _ = np.linalg.qr(np.random.default_rng(seed).normal(size=[v.shape[1]] * 2))
-  for _ in range(iterations):
-    u, _, wt = np.linalg.svd(v.T @ np.sign(v @ rotation))
-    rotation = u @ wt
-  return rotation
-
-
-def loss(v, rotation):
-  projected = np.asarray(v, np.float64) @ rotation
-  return float(np.mean((np.sign(projected) - projected) ** 2))
+def recalls(corpus, q, query_ids, want, candidates):
+  """{"hamming only": recall@10, C: recall@10 of C candidates rescored} of a finished CorpusCodes."""
+  hits = lambda top_k, c, rescore: np.array([[h["corpus_id"] for h in row] for row in hamming_search.search_codes(
+      q, corpus, top_k, c, rescore)])
+  out = {"hamming only": quantized.recall(quantized.drop_self(hits(11, 11, False), query_ids, 10), want)}
+  for c in candidates:
+    out[c] = quantized.recall(quantized.drop_self(hits(11, c, True), query_ids, 10), want)
+  return out
 
 
 def main():
@@ -54,36 +51,36 @@ def main():
   parser.add_argument("--data_dir", default=os.environ.get("BERT_FLOW_DATA", str(REPO.parent / "shared" / "data")))
   parser.add_argument("--cache_dir", default=str(REPO / "exp" / "store"))
   parser.add_argument("--dim", type=int, default=128)
-  parser.add_argument("--iterations", type=int, default=50)
-  parser.add_argument("--candidates", default="10,100,200,500,1000,2000")
+  parser.add_argument("--candidates", default="100,200,500,1000")
   args = parser.parse_args()
   load_before = os.getloadavg()
+  candidates = [int(c) for c in args.candidates.split(",")]
   corpus = quantized.task_sentences(args.data_dir, quantized.CORPUS_TASKS)
   fit_sentences = quantized.task_sentences(args.data_dir, ("sts-b",))
   wanted = set(quantized.task_sentences(args.data_dir, quantized.QUERY_TASKS))
   pool = [i for i, s in enumerate(corpus) if s in wanted]
   query_ids = np.random.default_rng(0).choice(pool, size=300, replace=False)
   enc = SentenceEncoder.from_pretrained("all-minilm-l6-v2", pooling="last-avg", cache_dir=args.cache_dir)
-  cal = calibrator.fit("whitening", enc.encode_raw(fit_sentences))
-  fit = cal.transform(enc.encode_raw(fit_sentences))[:, :args.dim]
-  x = cal.transform(enc.encode_raw(corpus))[:, :args.dim]
-  ranges = cal.int8_ranges[:, :args.dim]
-  rotations = {"identity": np.eye(args.dim), "itq": fit_itq(fit, args.iterations)}
-  q = x[query_ids]
-  want = quantized.exact_top(q, x, 10, query_ids)
-  codes = corpus_codes.CorpusCodes.of(x, ranges)
-  out = {"dim": args.dim, "fit_vectors": len(fit), "loss": {}, "recall@10": {}}
-  for name, rotation in rotations.items():
-    out["loss"][name] = loss(fit, rotation)
-    r = rotation.astype(np.float32)
-    distance = hamming_search.hamming(corpus_codes.pack_words(q @ r), corpus_codes.pack_words(x @ r))
-    distance[np.arange(len(q)), query_ids] = np.iinfo(np.int32).max                 # each query leaves itself out
-    rows = {"hamming only": quantized.recall(hamming_search.nearest(distance, 10), want)}
-    for c in (int(c) for c in args.candidates.split(",")):
-      cand = hamming_search.nearest(distance, c)
-      order, _ = hamming_search.rescore_codes(q, codes.codes[cand], ranges, 10)
-      rows[f"{c} candidates, int8 rescoring"] = quantized.recall(np.take_along_axis(cand, order, axis=1), want)
-    out["recall@10"][name] = rows
+  raw_fit, raw_all = enc.encode_raw(fit_sentences), enc.encode_raw(corpus)
+  out = {"candidates": candidates, "rows": {}}
+  for method in ("whitening", "flow"):
+    cal = calibrator.fit(method, raw_fit)
+    x_all = cal.transform(raw_all)
+    for width in (x_all.shape[1], args.dim):
+      x, ranges = x_all[:, :width], cal.int8_ranges[:, :width]
+      q = x[query_ids]
+      want = quantized.exact_top(q, x, 10, query_ids)
+      plain = corpus_codes.CorpusCodes(len(x), ranges).add(x).finish(rotation=np.eye(width))
+      start = time.perf_counter()
+      rotated = corpus_codes.CorpusCodes(len(x), ranges).add(x).finish()
+      fit_s = time.perf_counter() - start
+      back = corpus_codes.dequantize(plain.codes, ranges)
+      row = {"fit_s": fit_s}
+      for name, codes in (("plain", plain), ("itq", rotated)):
+        row[name] = {"loss": sign_rotation.loss(back, codes.rotation),
+                     "recall@10": recalls(codes, q, query_ids, want, candidates)}
+      out["rows"][f"{method} {width}"] = row
+      print(method, width, json.dumps(row), file=sys.stderr, flush=True)
   out["loadavg"] = [load_before, os.getloadavg()]
   print(json.dumps(out, indent=1))
 

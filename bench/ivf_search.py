@@ -8,7 +8,8 @@ For each size:
   * recall@10 against exact fp32 cosine search at the same width, of: the exact binary scan with int8 rescoring of
     --candidates (`hamming_search.search_codes`), the inverted-file index (`ivf_index`, its default lists) at each
     nprobe of --nprobe_fractions x L with the same candidates, faiss IndexBinaryFlat and IndexBinaryIVF (same lists
-    count, trained on the same codes) at the same nprobe, their Hamming candidates rescored with the same int8 codes;
+    count, trained on the same codes) at the same nprobe over the same sign bits (the corpus's words, turned by its
+    sign rotation: `quantized.search_bits`), their Hamming candidates rescored with the same int8 codes;
   * the index build (`ivf_index.build` from the codes alone) in seconds;
   * search only (no BERT): one-query p50/p99 ms and queries/s at batch 64 of the graph's index (`BinaryIndex`,
     `ivf_probe.IvfBinaryIndex`, in a tf.function) and of faiss (one thread for one query, all cores for a batch);
@@ -46,7 +47,6 @@ from bert_flow_tf.quantization import corpus_codes
 from bert_flow_tf.quantization import hamming_search
 from bert_flow_tf.quantization import ivf_index
 from bert_flow_tf.quantization import ivf_probe
-from bert_flow_tf.quantization import st_layouts
 from bert_flow_tf.sentence_encoder import SentenceEncoder
 from bert_flow_tf.serving import graph_calibration
 from bert_flow_tf.serving import session_loader
@@ -166,7 +166,7 @@ def one_size(args, enc, affine, x_full, ranges, corpus, query_ids, size, workdir
   for n in probes:
     recall[f"index nprobe {n}"] = recall_of(_ids(ivf_index.search_index(q, index, 11, args.candidates, n)), want,
                                             query_ids)
-  ub, qb = st_layouts.quantize_embeddings(big, "ubinary"), st_layouts.quantize_embeddings(q, "ubinary")
+  ub, qb = quantized.search_bits(codes, q)
   flat = faiss.IndexBinaryFlat(args.dim)
   flat.add(ub)
   recall["faiss IndexBinaryFlat"] = recall_of(rescored(q, flat.search(qb, args.candidates)[1], codes.codes, ranges),

@@ -124,6 +124,14 @@ def recall(got, want):
   return float(np.mean([len(set(g) & set(w)) / len(w) for g, w in zip(got, want)]))
 
 
+def search_bits(corpus, q):
+  """The sign bits the binary search compares (a finished `corpus_codes.CorpusCodes`'s words and the float queries
+  [n, D'] turned by its sign rotation), as sentence-transformers' ubinary bytes for faiss: (uint8 [M, D'/8],
+  uint8 [n, D'/8]); D' a multiple of 8."""
+  as_bytes = lambda words: words.astype(">i8").view(np.uint8).reshape(len(words), -1)[:, :corpus.dim // 8]
+  return as_bytes(corpus.words), as_bytes(corpus_codes.sign_words(q, corpus.rotation))
+
+
 def drop_self(ids, self_ids, k):
   return np.array([[i for i in row if i != s][:k] for row, s in zip(ids, self_ids)])
 
@@ -146,7 +154,8 @@ def space_rows(args, name, x_fit, x_all, stsb, query_ids, widths, own_ranges, th
       got = exact_top(codes[query_ids].astype(np.float32), codes.astype(np.float32), 10, query_ids)
       out[tag] = (metrics.spearman_x100(int_cosine(codes[a_ids], codes[b_ids]), gold), recall(got, want))
     corpus = corpus_codes.CorpusCodes.of(x, r_ours)
-    binary = hamming_search.nearest(hamming_search.hamming(corpus_codes.pack_words(q), corpus.words), 11)
+    binary = hamming_search.nearest(hamming_search.hamming(corpus_codes.sign_words(q, corpus.rotation),
+                                                           corpus.words), 11)
     out["binary"] = (metrics.spearman_x100(sign_score(x[a_ids], x[b_ids]), gold),
                      recall(drop_self(binary, query_ids, 10), want))
     hits = hamming_search.search_codes(q, corpus, top_k=11, candidates=args.candidates)
@@ -250,14 +259,15 @@ def scale(args, corpus, calibrations, query_ids, workdir):
       start = time.perf_counter()
       session = session_loader.SessionModel(path)
       row["load_s"] = time.perf_counter() - start
-      index = binary_search_model.BinaryIndex(corpus_codes.CorpusCodes.of(big, ranges))
+      codes = corpus_codes.CorpusCodes.of(big, ranges)
+      index = binary_search_model.BinaryIndex(codes)
       row["candidates"] = time_session(session, queries, 10, args.scale_candidates, 64, args.latency_requests)
       for c in args.scale_candidates:
         got = np.concatenate([index.search_vectors(tf.constant(q[i:i + 50]), tf.constant(11), tf.constant(c))[0]
                               .numpy() for i in range(0, len(q), 50)])
         row["candidates"][c]["recall@10"] = recall(drop_self(got, query_ids, 10), want)
       session.close()
-      del index
+      del index, codes
       if size == args.sizes[0] and dim == x_full.shape[1]:  # the exact model searches the text model's width
         exact = search_model.export_search_model(enc.embedder, affine, big, sentences,
                                                  os.path.join(workdir, f"fp{size}"))
@@ -265,26 +275,26 @@ def scale(args, corpus, calibrations, query_ids, workdir):
         session = session_loader.SessionModel(exact)
         row["fp32"] = time_session(session, queries, 10, [None], 64, args.latency_requests)[None]
         session.close()
-      row["faiss"] = faiss_row(args, big, q, query_ids, want, ranges, workdir)
+      row["faiss"] = faiss_row(args, codes, q, query_ids, want, workdir)
       out.append(row)
       print(f"  scale {dim} {size}: {json.dumps(row)}", file=sys.stderr, flush=True)
     del padded_full
   return out
 
 
-def faiss_row(args, big, q, query_ids, want, ranges, workdir):
-  """faiss IndexBinaryFlat over the same sign codes (a subprocess of --faiss_python): its latency, and the recall
-  of its Hamming candidates rescored here with the int8 codes."""
+def faiss_row(args, codes, q, query_ids, want, workdir):
+  """faiss IndexBinaryFlat over the same sign bits (`search_bits` of the finished CorpusCodes; a subprocess of
+  --faiss_python): its latency, and the recall of its Hamming candidates rescored here with the int8 codes."""
   if not args.faiss_python or not os.path.exists(args.faiss_python):
     return None
-  np.save(os.path.join(workdir, "codes.npy"), st_layouts.quantize_embeddings(big, "ubinary"))
-  np.save(os.path.join(workdir, "queries.npy"), st_layouts.quantize_embeddings(q, "ubinary"))
+  corpus_bits, query_bits = search_bits(codes, q)
+  np.save(os.path.join(workdir, "codes.npy"), corpus_bits)
+  np.save(os.path.join(workdir, "queries.npy"), query_bits)
   result = subprocess.run([args.faiss_python, str(FAISS_SCRIPT), workdir, str(args.scale_candidates[-1]),
                            str(args.latency_requests)], capture_output=True, text=True, check=True)
   row = json.loads(result.stdout)
   cand = np.load(os.path.join(workdir, "candidates.npy"))                            # [n, C]
-  back = search.normalize(corpus_codes.dequantize(
-      st_layouts.quantize_embeddings(big, "int8", ranges=ranges), ranges))
+  back = search.normalize(corpus_codes.dequantize(codes.codes, codes.ranges))
   scores = np.einsum("nd,ncd->nc", search.normalize(q), back[cand])
   got = np.take_along_axis(cand, np.argsort(-scores, axis=1, kind="stable")[:, :11], axis=1)
   row["recall@10"] = recall(drop_self(got, query_ids, 10), want)

@@ -7,6 +7,7 @@ over a corpus held as codes, in numpy and in a SavedModel's graph (docs/quantiza
   sentence_codes       the one rule of a sentence's vector and codes, whichever door; SentenceCodes, its settings
                        that both encoders hold
   corpus_codes         a corpus held as sign words and int8 codes (CorpusCodes), and the codes read back
+  sign_rotation        ITQ: the rotation a corpus's sign bits are taken after, fitted on its codes
   hamming_search       the exact Hamming scan with int8 rescoring; every binary search's checks and candidates
   ivf_index            the inverted-file index over the same codes
   code_search          semantic_search over vectors at a precision (fp32, or binary with int8 rescoring)

@@ -11,7 +11,8 @@ model's default nprobe for serving_default).
 
 A query batch is embedded as by the text model and cut to the corpus's D' dimensions (`truncate_dim`: the model's
 `dims`, int32 [D'], the first D' or those a saved truncation order puts first: `quantization.truncation`). Each
-query's sign bits are packed into 64-bit words in the graph; its Hamming distance to every corpus vector is the
+query's sign bits, turned by the corpus's sign rotation (`quantization.sign_rotation`), are packed into 64-bit
+words in the graph; its Hamming distance to every corpus vector is the
 popcount (tf.raw_ops.PopulationCount) of their tf.bitwise.bitwise_xor, summed over the W words; the `candidates`
 nearest (`nearest_by_count`: as tf.math.top_k of the negated distance, equal distances the lower index first) are
 rescored by the cosine of the query and their int8 codes read back to the middle of their buckets
@@ -21,7 +22,7 @@ The queries are searched one after another (tf.map_fn) so the memory of a batch 
 (a query's xor is W x M int64: 48 MB at D' = 384, M = 1M).
 
 The corpus is written in the model as variables: words int64 [W, M] (a row per word: each xor reads one contiguous
-row), codes int8 [M, D'], their lengths read back float32 [M] (the rescoring's denominators: `graph_ops.rescore`),
+row), the sign rotation float32 [D', D'], codes int8 [M, D'], their lengths read back float32 [M] (the rescoring's denominators: `graph_ops.rescore`),
 the buckets' lo and step float32 [D'], sentences string [M]. `export_binary_search` fills them a block of vectors
 at a time (`corpus_codes.CorpusCodes`), so the fp32 corpus is never held whole; `export_sentences` gives it the
 blocks of a corpus of sentences through an encoder's `embed` (SentenceEncoder.export's, `encoder_export`).
@@ -65,26 +66,26 @@ class BinaryIndex(tf.Module):
   """A corpus held as sign words and int8 codes, searched by vectors (see the module notes).
 
   Args:
-    corpus: corpus_codes.CorpusCodes, filled.
+    corpus: corpus_codes.CorpusCodes, finished.
   """
 
   def __init__(self, corpus):
     super().__init__(name="binary_index")
     self.dim = corpus.dim
     self.num_words = corpus.words.shape[1]
-    self.words = tf.Variable(np.ascontiguousarray(corpus.words[:corpus.filled].T), trainable=False,
-                             name="words")                                            # [W, M]
-    self.codes = tf.Variable(corpus.codes[:corpus.filled], trainable=False, name="codes")   # [M, D']
+    self.words = tf.Variable(np.ascontiguousarray(corpus.words.T), trainable=False, name="words")   # [W, M]
+    self.codes = tf.Variable(corpus.codes, trainable=False, name="codes")                         # [M, D']
+    self.rotation = tf.Variable(corpus.rotation, trainable=False, name="sign_rotation")           # [D', D']
     lo, step = corpus_codes.bucket_starts_and_widths(corpus.ranges)
     self.lo = tf.Variable(lo, trainable=False, name="lo")
     self.step = tf.Variable(step, trainable=False, name="step")
-    self.norms = tf.Variable(corpus_codes.dequantized_norms(corpus.codes[:corpus.filled], corpus.ranges),
-                             trainable=False, name="norms")                          # [M]
+    self.norms = tf.Variable(corpus_codes.dequantized_norms(corpus.codes, corpus.ranges), trainable=False,
+                             name="norms")                                                      # [M]
 
   def search_vectors(self, q, k, candidates):
     """float32 [B, D'] queries, int32 k and candidates -> (indices int32 [B, k'], scores float32 [B, k'])."""
     c = tf.minimum(candidates, tf.shape(self.codes)[0])
-    query_words = graph_ops.pack_bits(q, corpus_codes.WORD_BITS)                           # [B, W]
+    query_words = graph_ops.pack_bits(tf.matmul(q, self.rotation), corpus_codes.WORD_BITS)    # [B, W]
 
     def nearest(words):                                                               # int64 [W] -> int32 [C]
       distance = graph_ops.hamming([self.words[w] for w in range(self.num_words)], words)                # [M]
@@ -164,6 +165,7 @@ def export_binary_search(embedder, calibration, blocks, rows, ranges, export_dir
   if not rows or corpus.filled != rows or len(sentences) != rows:
     raise ValueError(f"the corpus needs M >= 1 vectors and sentences, M = {rows}; got {corpus.filled} vectors "
                      f"and {len(sentences)} sentences")
+  corpus.finish()
   num_lists = ivf_index.check_num_lists(num_lists, rows)
   index = ivf_probe.IvfBinaryIndex(ivf_index.build(corpus, num_lists), nprobe) if num_lists else BinaryIndex(corpus)
   model = _BinarySearchModel(embedder, calibration, index, sentences,

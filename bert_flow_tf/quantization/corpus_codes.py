@@ -1,21 +1,24 @@
-"""A corpus held as codes: its sign bits in 64-bit words and its int8 codes, and the codes read back.
+"""A corpus held as codes: its int8 codes, its rotated sign bits in 64-bit words, and the codes read back.
 
 A corpus vector x (calibrated, optionally truncated: width D') is held as
-  words  int64 [W]   its sign bits (x > 0), W = ceil(D' / 64): sentence-transformers' packed bytes
-                     (`st_layouts.quantize_embeddings(x, "ubinary")`, the first dimension the high bit) read 8 at a
-                     time as big-endian 64-bit words, zero-padded
   codes  int8 [D']   `st_layouts.quantize_embeddings(x, "int8", ranges)` with the calibration's int8 ranges
-(8 W + D' bytes; fp32 would be 4 D'). `CorpusCodes` fills both a block of vectors at a time, so the fp32 corpus is
-never held whole; `dequantize` reads int8 codes back to the middle of their buckets (the rescoring's vectors).
-`hamming_search` searches them, `ivf_index` indexes them, the binary search SavedModel holds them.
+  words  int64 [W]   the sign bits of its codes read back and rotated, v R > 0 (v = `dequantize`d codes, R the
+                     corpus's `sign_rotation`), packed as sentence-transformers' ubinary bytes (the first dimension
+                     the high bit) read 8 at a time as big-endian 64-bit words, zero-padded: W = ceil(D' / 64)
+(8 W + D' bytes; fp32 would be 4 D'). A query q's words are the same packing of q R (`sign_words`).
+`CorpusCodes` fills the codes a block of vectors at a time, so the fp32 corpus is never held whole, then `finish`
+fits R on the codes and packs the words. `hamming_search` searches them, `ivf_index` indexes them, the binary search
+SavedModel holds them.
 
 Legend: n = vectors, M = corpus vectors, D' = width, W = 64-bit words per vector.
 """
 import numpy as np
 
+from bert_flow_tf.quantization import sign_rotation
 from bert_flow_tf.quantization import st_layouts
 
 WORD_BITS = 64
+BLOCK_ROWS = 65536  # codes read back at a time by `finish` and `dequantized_norms`: 32 MB of float32 at D' = 128
 
 
 def num_words(dim):
@@ -32,6 +35,12 @@ def pack_words(vectors):
   return padded.view(">u8").astype(np.uint64).view(np.int64)
 
 
+def sign_words(vectors, rotation):
+  """The words of float [n, D'] vectors turned by a sign rotation float32 [D', D']: int64 [n, W], the packed
+  sign bits of v R (`pack_words`)."""
+  return pack_words(np.asarray(vectors, np.float32) @ rotation)
+
+
 def bucket_starts_and_widths(ranges):
   """(lo float32 [D'], step float32 [D']): the buckets' start and width (see `dequantize`)."""
   ranges = np.asarray(ranges, np.float32)
@@ -45,7 +54,7 @@ def dequantize(codes, ranges):
   return lo + (np.asarray(codes, np.float32) + np.float32(128.5)) * step
 
 
-def dequantized_norms(codes, ranges, block_rows=65536):
+def dequantized_norms(codes, ranges, block_rows=BLOCK_ROWS):
   """float32 [M]: the length of each int8 code vector [M, D'] read back (`dequantize`), a block of rows at a time
   (the rescoring's denominators, stored beside the codes by the search models)."""
   return np.concatenate([np.linalg.norm(dequantize(codes[s:s + block_rows], ranges), axis=1)
@@ -53,22 +62,23 @@ def dequantized_norms(codes, ranges, block_rows=65536):
 
 
 class CorpusCodes:
-  """A corpus's sign words and int8 codes, filled a block at a time.
+  """A corpus's int8 codes, filled a block at a time, and once `finish`ed its sign rotation and words.
 
   Args:
     rows: int M, the corpus size.
     ranges: float [2, D'], the int8 ranges (the calibration's `int8_ranges`, truncated with the vectors).
 
   Attributes:
-    words: int64 [M, W]; codes: int8 [M, D']; filled: rows added so far.
+    codes: int8 [M, D']; filled: rows added so far; rotation: float32 [D', D'] and words: int64 [M, W], set by
+    `finish` (None before).
   """
 
   def __init__(self, rows, ranges):
     self.ranges = np.asarray(ranges, np.float32)
     self.dim = self.ranges.shape[1]
-    self.words = np.zeros([rows, num_words(self.dim)], np.int64)
     self.codes = np.zeros([rows, self.dim], np.int8)
     self.filled = 0
+    self.rotation = self.words = None
 
   def add(self, vectors):
     """Appends float [R, D'] vectors (calibrated and truncated as the ranges are)."""
@@ -76,14 +86,32 @@ class CorpusCodes:
     if vectors.ndim != 2 or vectors.shape[1] != self.dim:
       raise ValueError(f"corpus vectors must be [R, {self.dim}] (the int8 ranges' width), got {vectors.shape}")
     end = self.filled + len(vectors)
-    if end > len(self.words):
-      raise ValueError(f"{end} corpus vectors added to a corpus of {len(self.words)}")
-    self.words[self.filled:end] = pack_words(vectors)
+    if end > len(self.codes):
+      raise ValueError(f"{end} corpus vectors added to a corpus of {len(self.codes)}")
     self.codes[self.filled:end] = st_layouts.quantize_embeddings(vectors, "int8", ranges=self.ranges)
     self.filled = end
     return self
 
+  def finish(self, rotation=None, seed=0):
+    """Sets the sign rotation, then packs every vector's rotated sign bits, BLOCK_ROWS at a time. Needs every row
+    filled; returns self.
+
+    Args:
+      rotation: orthogonal float [D', D'] (the identity: the plain sign bits); None: `sign_rotation.fit` on a
+        uniform sample of SAMPLE_ROWS codes read back (drawn with `seed`).
+    """
+    if self.filled != len(self.codes) or not self.filled:
+      raise ValueError(f"a corpus of {len(self.codes)} vectors (at least one) has {self.filled} filled")
+    if rotation is None:
+      sample = np.random.default_rng(seed).choice(self.filled, size=min(self.filled, sign_rotation.SAMPLE_ROWS),
+                                                  replace=False)
+      rotation = sign_rotation.fit(dequantize(self.codes[np.sort(sample)], self.ranges), seed=seed)
+    self.rotation = np.asarray(rotation, np.float32)
+    self.words = np.concatenate([sign_words(dequantize(self.codes[s:s + BLOCK_ROWS], self.ranges), self.rotation)
+                                 for s in range(0, self.filled, BLOCK_ROWS)])
+    return self
+
   @classmethod
   def of(cls, vectors, ranges):
-    """CorpusCodes of float [M, D'] vectors held in memory."""
-    return cls(len(vectors), ranges).add(vectors)
+    """A finished CorpusCodes of float [M, D'] vectors held in memory."""
+    return cls(len(vectors), ranges).add(vectors).finish()

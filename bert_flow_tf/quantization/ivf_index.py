@@ -1,13 +1,13 @@
 """An inverted-file index over a corpus's sign words and int8 codes: coarse lists, the codes stored list by list.
 
-Built from a filled `corpus_codes.CorpusCodes` alone (so a corpus streamed a block at a time builds it without
+Built from a finished `corpus_codes.CorpusCodes` alone (so a corpus streamed a block at a time builds it without
 its fp32 vectors): the int8 codes are read back to their bucket middles (`corpus_codes.dequantize`) and
   centroids  float32 [L, D']  unit length: spherical k-means (cosine assignment, mean then normalise) fitted on a
                               uniform sample of SAMPLE_PER_LIST vectors a list, FIT_ITERATIONS rounds (numpy/BLAS)
   lists                       each corpus vector goes to the centroid of largest cosine
   ids        int32 [M]        the corpus id at each stored position: by list, ascending within a list
   offsets    int64 [L + 1]    list l holds the positions offsets[l] .. offsets[l + 1] - 1
-  words, codes                the corpus's sign words and int8 codes in that order
+  words, codes, rotation      the corpus's (rotated) sign words and int8 codes in that order, and its sign rotation
 A query probes the `nprobe` lists of largest cosine with its float vector (more, in the same order, until they
 hold `candidates` vectors), takes the `candidates` Hamming-nearest of their vectors (equal distances: the lower
 corpus id first) and rescores them with the int8 codes as `hamming_search.search_codes` does. With
@@ -94,6 +94,7 @@ class IvfCodes:
   words: np.ndarray       # int64 [M, W]
   codes: np.ndarray       # int8 [M, D']
   ranges: np.ndarray      # float32 [2, D']
+  rotation: np.ndarray    # float32 [D', D'], the sign rotation of the words
 
   @property
   def num_lists(self):
@@ -108,7 +109,7 @@ def build(corpus, num_lists, seed=0):
   """IvfCodes of a filled corpus_codes.CorpusCodes.
 
   Args:
-    corpus: corpus_codes.CorpusCodes, filled (M vectors).
+    corpus: corpus_codes.CorpusCodes, finished (M vectors).
     num_lists: int L in 1..min(M, MAX_LISTS) (`suggested_num_lists(M)` is a start).
     seed: int, the fit sample's and the first centroids' draw.
   """
@@ -122,7 +123,7 @@ def build(corpus, num_lists, seed=0):
                                  centroids) for s in range(0, rows, ASSIGN_ROWS)])
   ids = np.argsort(lists, kind="stable").astype(np.int32)                           # by list, then corpus id
   offsets = np.concatenate([[0], np.cumsum(np.bincount(lists, minlength=num_lists))]).astype(np.int64)
-  return IvfCodes(centroids, offsets, ids, corpus.words[:rows][ids], corpus.codes[:rows][ids], corpus.ranges)
+  return IvfCodes(centroids, offsets, ids, corpus.words[ids], corpus.codes[ids], corpus.ranges, corpus.rotation)
 
 
 def probed_lists(scores, sizes, nprobe, candidates):
@@ -153,7 +154,8 @@ def search_index(query_vectors, index, top_k=10, candidates=hamming_search.DEFAU
     raise ValueError(f"query vectors of width {q.shape[1]} against a corpus of width {index.dim}")
   rows, sizes = len(index.ids), np.diff(index.offsets)
   keep = top_k if not rescore else candidates
-  query_words, scores = corpus_codes.pack_words(q), search.normalize(q) @ index.centroids.T   # [n, W], [n, L]
+  query_words = corpus_codes.sign_words(q, index.rotation)                                       # [n, W]
+  scores = search.normalize(q) @ index.centroids.T                                               # [n, L]
   hits = []
   for row_words, row_q, row_scores in zip(query_words, q, scores):
     lists = probed_lists(row_scores, sizes, nprobe, candidates)

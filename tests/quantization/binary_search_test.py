@@ -24,14 +24,24 @@ from tests.embedding.engine_vectors import engine_vectors
 from tests.embedding.tiny_model import SENTENCES, tiny_model
 
 
-def _brute_force(q, x, ranges, k, candidates):
-  """The expected (indices [n, k], scores [n, k]): sign mismatches counted on the floats, the `candidates` fewest
-  (lower index first on ties), rescored by the cosine of q and the codes read back to their bucket middles (code c
-  holds [c + 128, c + 129) steps from lo)."""
-  distance = ((q[:, None, :] > 0) != (x[None, :, :] > 0)).sum(-1)                       # [n, M]
+def _read_back(x, ranges):
+  """float64 [M, D]: the int8 codes of x read back to their bucket middles (code c holds [c + 128, c + 129) steps
+  from lo)."""
   codes = st_layouts.quantize_embeddings(x, "int8", ranges=ranges).astype(np.float64)
   lo, hi = ranges.astype(np.float64)
-  back = lo + (codes + 128.5) * (hi - lo) / 255                       # c's bucket middle
+  return lo + (codes + 128.5) * (hi - lo) / 255
+
+
+def _sign_mismatches(q, x, ranges, rotation):
+  """int [n, M]: the signs of q R that differ from those of x's codes read back and turned by R."""
+  return ((q @ rotation > 0)[:, None, :] != (_read_back(x, ranges) @ rotation > 0)[None, :, :]).sum(-1)
+
+
+def _brute_force(q, x, ranges, k, candidates, rotation):
+  """The expected (indices [n, k], scores [n, k]): sign mismatches (`_sign_mismatches`), the `candidates` fewest
+  (lower index first on ties), rescored by the cosine of q and the codes read back."""
+  distance = _sign_mismatches(q, x, ranges, rotation)                                   # [n, M]
+  back = _read_back(x, ranges)
   back /= np.linalg.norm(back, axis=1, keepdims=True)
   out_ids, out_scores = [], []
   for row_q, row_d in zip(q.astype(np.float64), distance):
@@ -55,10 +65,13 @@ def fixture_gaussian(request):
 
 def test_hamming_search_equals_brute_force_in_numpy_and_in_the_graph(gaussian):
   x, q, ranges = gaussian
-  want_ids, want_scores = _brute_force(q, x, ranges, k=7, candidates=40)
   corpus = corpus_codes.CorpusCodes(len(x), ranges)
   for start in range(0, len(x), 128):                  # filled a block at a time
     corpus.add(x[start:start + 128])
+  corpus.finish()
+  rotation = corpus.rotation.astype(np.float64)
+  np.testing.assert_allclose(rotation @ rotation.T, np.eye(x.shape[1]), atol=1e-5)      # a rotation
+  want_ids, want_scores = _brute_force(q, x, ranges, 7, 40, rotation)
   got = hamming_search.search_codes(q, corpus, top_k=7, candidates=40)
   np.testing.assert_array_equal([[h["corpus_id"] for h in row] for row in got], want_ids)
   np.testing.assert_allclose([[h["score"] for h in row] for row in got], want_scores, atol=1e-6)
@@ -67,9 +80,9 @@ def test_hamming_search_equals_brute_force_in_numpy_and_in_the_graph(gaussian):
   np.testing.assert_array_equal(ids.numpy(), want_ids)
   np.testing.assert_allclose(scores.numpy(), want_scores, atol=1e-6)
   every_candidate, _ = index.search_vectors(tf.constant(q), tf.constant(40), tf.constant(40))
-  np.testing.assert_array_equal(every_candidate.numpy(), _brute_force(q, x, ranges, k=40, candidates=40)[0])
-  # Without rescoring: the Hamming order, scored as the cosine of the +-1 sign vectors.
-  distance = ((q[:, None, :] > 0) != (x[None, :, :] > 0)).sum(-1)
+  np.testing.assert_array_equal(every_candidate.numpy(), _brute_force(q, x, ranges, 40, 40, rotation)[0])
+  # Without rescoring: the Hamming order, scored as the cosine of the rotated +-1 sign vectors.
+  distance = _sign_mismatches(q, x, ranges, rotation)
   plain = hamming_search.search_codes(q, corpus, top_k=7, candidates=40, rescore=False)
   for row, d in zip(plain, distance):
     assert [h["corpus_id"] for h in row] == sorted(range(len(x)), key=lambda i, d=d: (d[i], i))[:7]
@@ -86,12 +99,13 @@ def test_the_graphs_counting_select_is_top_k_with_the_lower_index_first_on_ties(
 
 def test_rescoring_reorders_the_hamming_candidates():
   q = np.ones([1, 64], np.float32)
-  same_signs = np.full(64, 1e-3, np.float32)
-  same_signs[0] = 10.                                   # Hamming 0, cosine 0.12
+  same_signs = np.full(64, 0.1, np.float32)            # 0.1: over half an int8 bucket (0.04) from 0
+  same_signs[0] = 10.                                   # Hamming 0, cosine 0.20
   two_flipped = np.ones(64, np.float32)
-  two_flipped[:2] = -1e-3                               # Hamming 2, cosine 0.97
+  two_flipped[:2] = -0.1                                # Hamming 2, cosine 0.98
   x = np.stack([same_signs, two_flipped, -np.ones(64, np.float32)])
-  corpus = corpus_codes.CorpusCodes.of(x, np.array([[-10.] * 64, [10.] * 64], np.float32))
+  corpus = corpus_codes.CorpusCodes(len(x), np.array([[-10.] * 64, [10.] * 64], np.float32)).add(x)
+  corpus.finish(rotation=np.eye(64))                    # the plain sign bits
   index = binary_search_model.BinaryIndex(corpus)
   for candidates, rescore, want in ((2, True, [1, 0]), (2, False, [0, 1]), (1, True, [0])):
     got = hamming_search.search_codes(q, corpus, top_k=len(want), candidates=candidates, rescore=rescore)
