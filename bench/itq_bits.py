@@ -1,20 +1,24 @@
 """Do the binary search's ITQ-rotated sign bits find the neighbours with fewer candidates than the plain ones?
 
-The binary search turns each corpus's sign bits by ITQ's rotation (`quantization.sign_rotation`, fitted by
-`corpus_codes.CorpusCodes.finish` on the corpus's own int8 codes read back); this compares it, on the same codes,
-with the plain sign bits (`finish(rotation=identity)`: the sign bits of the codes read back).
+The binary search takes each corpus's sign bits of its codes read back, centred on the int8 ranges' middle and turned
+by ITQ's rotation (`quantization.sign_rotation`, fitted by `corpus_codes.CorpusCodes.finish` on the same centred
+codes); this compares it, on the same codes, with the plain sign bits (the codes read back, not centred, not turned:
+the sign bits of the vectors themselves up to the int8 rounding), with the centred ones alone
+(`finish(rotation=identity)`) and with ITQ fitted on and applied to the codes without centring.
 
-Vectors: all-MiniLM-L6-v2 `last-avg` of the 63,294 distinct evaluation-set sentences (bench/quantized.py's corpus
-and 300 queries, each leaving itself out), calibrated by whitening and by the flow (config_l3_d3_w32), each fitted on
-the 15,487 STS-B sentences (`calibrator.fit`, as `SentenceEncoder.fit`), at full width and at their first --dim
-dimensions (what `truncate_dim` keeps). Printed (JSON), per calibration and width: the rotation's fit in seconds, the
-sign quantization loss per dimension of the codes read back with each rotation, and recall@10 against exact fp32
+Vectors: all-MiniLM-L6-v2 `last-avg` and `emb-avg` of the 63,294 distinct evaluation-set sentences (bench/
+quantized.py's corpus and 300 queries, each leaving itself out): raw (int8 ranges by the gaussian rule on the fit
+sentences), and calibrated by whitening and by the flow (config_l3_d3_w32), each fitted on the 15,487 STS-B
+sentences (`calibrator.fit`, as `SentenceEncoder.fit`), at full width and at their first --dim dimensions (what
+`truncate_dim` keeps). Printed (JSON), per space and width: the rotation's fit in seconds (with the bits of the
+corpus), the sign quantization loss per dimension of the codes read back as each variant takes them, and recall@10 against exact fp32
 at the same width of the Hamming order alone and of the Hamming candidates rescored with the int8 codes
 (`hamming_search.search_codes`), at each of --candidates.
 
-Usage: python bench/itq_bits.py [--cache_dir exp/store] [--dim 128] [--candidates 100,200,500,1000]
+Usage: python bench/itq_bits.py [--cache_dir exp/store] [--dim 128] [--candidates 100,1000]
 """
 import argparse
+import copy
 import json
 import os
 import pathlib
@@ -31,6 +35,7 @@ import quantized
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.quantization import corpus_codes
 from bert_flow_tf.quantization import hamming_search
+from bert_flow_tf.quantization import int8_ranges
 from bert_flow_tf.quantization import sign_rotation
 from bert_flow_tf.sentence_encoder import SentenceEncoder
 # pylint: enable=wrong-import-position
@@ -46,12 +51,32 @@ def recalls(corpus, q, query_ids, want, candidates):
   return out
 
 
+def variants(x, ranges):
+  """{"plain", "centred", "itq", "itq, not centred"} -> (a finished CorpusCodes of x with those sign bits, their
+  loss per dimension), and the seconds of the product's `finish` (itq)."""
+  start = time.perf_counter()
+  itq = corpus_codes.CorpusCodes(len(x), ranges).add(x).finish()
+  fit_s = time.perf_counter() - start
+  back = corpus_codes.dequantize(itq.codes, ranges)
+  centred = corpus_codes.CorpusCodes(len(x), ranges).add(x).finish(rotation=np.eye(x.shape[1]))
+  plain = copy.copy(centred)
+  plain.centre = np.zeros_like(centred.centre)
+  plain.words = corpus_codes.sign_words(back, plain.centre, plain.rotation)
+  uncentred = copy.copy(plain)
+  uncentred.rotation = sign_rotation.fit(back[np.sort(np.random.default_rng(0).choice(
+      len(back), size=min(len(back), sign_rotation.SAMPLE_ROWS), replace=False))])
+  uncentred.words = corpus_codes.sign_words(back, uncentred.centre, uncentred.rotation)
+  return {name: (codes, sign_rotation.loss(back - codes.centre, codes.rotation))
+          for name, codes in (("plain", plain), ("centred", centred), ("itq", itq),
+                              ("itq, not centred", uncentred))}, fit_s
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--data_dir", default=os.environ.get("BERT_FLOW_DATA", str(REPO.parent / "shared" / "data")))
   parser.add_argument("--cache_dir", default=str(REPO / "exp" / "store"))
   parser.add_argument("--dim", type=int, default=128)
-  parser.add_argument("--candidates", default="100,200,500,1000")
+  parser.add_argument("--candidates", default="100,1000")
   args = parser.parse_args()
   load_before = os.getloadavg()
   candidates = [int(c) for c in args.candidates.split(",")]
@@ -60,27 +85,24 @@ def main():
   wanted = set(quantized.task_sentences(args.data_dir, quantized.QUERY_TASKS))
   pool = [i for i, s in enumerate(corpus) if s in wanted]
   query_ids = np.random.default_rng(0).choice(pool, size=300, replace=False)
-  enc = SentenceEncoder.from_pretrained("all-minilm-l6-v2", pooling="last-avg", cache_dir=args.cache_dir)
-  raw_fit, raw_all = enc.encode_raw(fit_sentences), enc.encode_raw(corpus)
   out = {"candidates": candidates, "rows": {}}
-  for method in ("whitening", "flow"):
-    cal = calibrator.fit(method, raw_fit)
-    x_all = cal.transform(raw_all)
-    for width in (x_all.shape[1], args.dim):
-      x, ranges = x_all[:, :width], cal.int8_ranges[:, :width]
-      q = x[query_ids]
-      want = quantized.exact_top(q, x, 10, query_ids)
-      plain = corpus_codes.CorpusCodes(len(x), ranges).add(x).finish(rotation=np.eye(width))
-      start = time.perf_counter()
-      rotated = corpus_codes.CorpusCodes(len(x), ranges).add(x).finish()
-      fit_s = time.perf_counter() - start
-      back = corpus_codes.dequantize(plain.codes, ranges)
-      row = {"fit_s": fit_s}
-      for name, codes in (("plain", plain), ("itq", rotated)):
-        row[name] = {"loss": sign_rotation.loss(back, codes.rotation),
-                     "recall@10": recalls(codes, q, query_ids, want, candidates)}
-      out["rows"][f"{method} {width}"] = row
-      print(method, width, json.dumps(row), file=sys.stderr, flush=True)
+  for pooling in quantized.POOLINGS:
+    enc = SentenceEncoder.from_pretrained("all-minilm-l6-v2", pooling=pooling, cache_dir=args.cache_dir)
+    raw_fit, raw_all = enc.encode_raw(fit_sentences), enc.encode_raw(corpus)
+    spaces = {"raw": (raw_all, int8_ranges.fit_ranges(raw_fit))}
+    for method in ("whitening", "flow"):
+      cal = calibrator.fit(method, raw_fit)
+      spaces[method] = (cal.transform(raw_all), cal.int8_ranges)
+    for space, (x_all, ranges_all) in spaces.items():
+      for width in (x_all.shape[1], args.dim):
+        x, ranges = x_all[:, :width], ranges_all[:, :width]
+        q = x[query_ids]
+        want = quantized.exact_top(q, x, 10, query_ids)
+        codes_of, fit_s = variants(x, ranges)
+        row = {"fit_s": fit_s, **{name: {"loss": loss, "recall@10": recalls(codes, q, query_ids, want, candidates)}
+                                  for name, (codes, loss) in codes_of.items()}}
+        out["rows"][f"{pooling} {space} {width}"] = row
+        print(pooling, space, width, json.dumps(row), file=sys.stderr, flush=True)
   out["loadavg"] = [load_before, os.getloadavg()]
   print(json.dumps(out, indent=1))
 

@@ -126,10 +126,10 @@ def recall(got, want):
 
 def search_bits(corpus, q):
   """The sign bits the binary search compares (a finished `corpus_codes.CorpusCodes`'s words and the float queries
-  [n, D'] turned by its sign rotation), as sentence-transformers' ubinary bytes for faiss: (uint8 [M, D'/8],
+  [n, D'] centred and turned as they are), as sentence-transformers' ubinary bytes for faiss: (uint8 [M, D'/8],
   uint8 [n, D'/8]); D' a multiple of 8."""
   as_bytes = lambda words: words.astype(">i8").view(np.uint8).reshape(len(words), -1)[:, :corpus.dim // 8]
-  return as_bytes(corpus.words), as_bytes(corpus_codes.sign_words(q, corpus.rotation))
+  return as_bytes(corpus.words), as_bytes(corpus_codes.sign_words(q, corpus.centre, corpus.rotation))
 
 
 def drop_self(ids, self_ids, k):
@@ -154,8 +154,8 @@ def space_rows(args, name, x_fit, x_all, stsb, query_ids, widths, own_ranges, th
       got = exact_top(codes[query_ids].astype(np.float32), codes.astype(np.float32), 10, query_ids)
       out[tag] = (metrics.spearman_x100(int_cosine(codes[a_ids], codes[b_ids]), gold), recall(got, want))
     corpus = corpus_codes.CorpusCodes.of(x, r_ours)
-    binary = hamming_search.nearest(hamming_search.hamming(corpus_codes.sign_words(q, corpus.rotation),
-                                                           corpus.words), 11)
+    query_words = corpus_codes.sign_words(q, corpus.centre, corpus.rotation)
+    binary = hamming_search.nearest(hamming_search.hamming(query_words, corpus.words), 11)
     out["binary"] = (metrics.spearman_x100(sign_score(x[a_ids], x[b_ids]), gold),
                      recall(drop_self(binary, query_ids, 10), want))
     hits = hamming_search.search_codes(q, corpus, top_k=11, candidates=args.candidates)
@@ -267,7 +267,7 @@ def scale(args, corpus, calibrations, query_ids, workdir):
                               .numpy() for i in range(0, len(q), 50)])
         row["candidates"][c]["recall@10"] = recall(drop_self(got, query_ids, 10), want)
       session.close()
-      del index, codes
+      del index
       if size == args.sizes[0] and dim == x_full.shape[1]:  # the exact model searches the text model's width
         exact = search_model.export_search_model(enc.embedder, affine, big, sentences,
                                                  os.path.join(workdir, f"fp{size}"))
@@ -276,6 +276,7 @@ def scale(args, corpus, calibrations, query_ids, workdir):
         row["fp32"] = time_session(session, queries, 10, [None], 64, args.latency_requests)[None]
         session.close()
       row["faiss"] = faiss_row(args, codes, q, query_ids, want, workdir)
+      del codes
       out.append(row)
       print(f"  scale {dim} {size}: {json.dumps(row)}", file=sys.stderr, flush=True)
     del padded_full

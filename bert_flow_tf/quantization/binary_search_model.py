@@ -11,8 +11,8 @@ model's default nprobe for serving_default).
 
 A query batch is embedded as by the text model and cut to the corpus's D' dimensions (`truncate_dim`: the model's
 `dims`, int32 [D'], the first D' or those a saved truncation order puts first: `quantization.truncation`). Each
-query's sign bits, turned by the corpus's sign rotation (`quantization.sign_rotation`), are packed into 64-bit
-words in the graph; its Hamming distance to every corpus vector is the
+query's sign bits, centred and turned by the corpus's sign rotation as its words are (`corpus_codes`,
+`quantization.sign_rotation`), are packed into 64-bit words in the graph; its Hamming distance to every corpus vector is the
 popcount (tf.raw_ops.PopulationCount) of their tf.bitwise.bitwise_xor, summed over the W words; the `candidates`
 nearest (`nearest_by_count`: as tf.math.top_k of the negated distance, equal distances the lower index first) are
 rescored by the cosine of the query and their int8 codes read back to the middle of their buckets
@@ -22,7 +22,7 @@ The queries are searched one after another (tf.map_fn) so the memory of a batch 
 (a query's xor is W x M int64: 48 MB at D' = 384, M = 1M).
 
 The corpus is written in the model as variables: words int64 [W, M] (a row per word: each xor reads one contiguous
-row), the sign rotation float32 [D', D'], codes int8 [M, D'], their lengths read back float32 [M] (the rescoring's denominators: `graph_ops.rescore`),
+row), their centre float32 [D'] and sign rotation float32 [D', D'], codes int8 [M, D'], their lengths read back float32 [M] (the rescoring's denominators: `graph_ops.rescore`),
 the buckets' lo and step float32 [D'], sentences string [M]. `export_binary_search` fills them a block of vectors
 at a time (`corpus_codes.CorpusCodes`), so the fp32 corpus is never held whole; `export_sentences` gives it the
 blocks of a corpus of sentences through an encoder's `embed` (SentenceEncoder.export's, `encoder_export`).
@@ -76,6 +76,7 @@ class BinaryIndex(tf.Module):
     self.words = tf.Variable(np.ascontiguousarray(corpus.words.T), trainable=False, name="words")   # [W, M]
     self.codes = tf.Variable(corpus.codes, trainable=False, name="codes")                         # [M, D']
     self.rotation = tf.Variable(corpus.rotation, trainable=False, name="sign_rotation")           # [D', D']
+    self.centre = tf.Variable(corpus.centre, trainable=False, name="sign_centre")              # [D']
     lo, step = corpus_codes.bucket_starts_and_widths(corpus.ranges)
     self.lo = tf.Variable(lo, trainable=False, name="lo")
     self.step = tf.Variable(step, trainable=False, name="step")
@@ -85,7 +86,7 @@ class BinaryIndex(tf.Module):
   def search_vectors(self, q, k, candidates):
     """float32 [B, D'] queries, int32 k and candidates -> (indices int32 [B, k'], scores float32 [B, k'])."""
     c = tf.minimum(candidates, tf.shape(self.codes)[0])
-    query_words = graph_ops.pack_bits(tf.matmul(q, self.rotation), corpus_codes.WORD_BITS)    # [B, W]
+    query_words = graph_ops.pack_bits(tf.matmul(q - self.centre, self.rotation), corpus_codes.WORD_BITS)  # [B, W]
 
     def nearest(words):                                                               # int64 [W] -> int32 [C]
       distance = graph_ops.hamming([self.words[w] for w in range(self.num_words)], words)                # [M]

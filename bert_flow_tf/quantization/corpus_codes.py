@@ -2,10 +2,11 @@
 
 A corpus vector x (calibrated, optionally truncated: width D') is held as
   codes  int8 [D']   `st_layouts.quantize_embeddings(x, "int8", ranges)` with the calibration's int8 ranges
-  words  int64 [W]   the sign bits of its codes read back and rotated, v R > 0 (v = `dequantize`d codes, R the
-                     corpus's `sign_rotation`), packed as sentence-transformers' ubinary bytes (the first dimension
-                     the high bit) read 8 at a time as big-endian 64-bit words, zero-padded: W = ceil(D' / 64)
-(8 W + D' bytes; fp32 would be 4 D'). A query q's words are the same packing of q R (`sign_words`).
+  words  int64 [W]   the sign bits of its codes read back, centred and rotated, (v - m) R > 0 (v = `dequantize`d
+                     codes, m the int8 ranges' middle: each dimension's mean under the gaussian rule, R the corpus's
+                     `sign_rotation`), packed as sentence-transformers' ubinary bytes (the first dimension the high
+                     bit) read 8 at a time as big-endian 64-bit words, zero-padded: W = ceil(D' / 64)
+(8 W + D' bytes; fp32 would be 4 D'). A query q's words are the same packing of (q - m) R (`sign_words`).
 `CorpusCodes` fills the codes a block of vectors at a time, so the fp32 corpus is never held whole, then `finish`
 fits R on the codes and packs the words. `hamming_search` searches them, `ivf_index` indexes them, the binary search
 SavedModel holds them.
@@ -35,10 +36,10 @@ def pack_words(vectors):
   return padded.view(">u8").astype(np.uint64).view(np.int64)
 
 
-def sign_words(vectors, rotation):
-  """The words of float [n, D'] vectors turned by a sign rotation float32 [D', D']: int64 [n, W], the packed
-  sign bits of v R (`pack_words`)."""
-  return pack_words(np.asarray(vectors, np.float32) @ rotation)
+def sign_words(vectors, centre, rotation):
+  """The words of float [n, D'] vectors centred on float32 [D'] and turned by a sign rotation float32 [D', D']:
+  int64 [n, W], the packed sign bits of (v - centre) R (`pack_words`)."""
+  return pack_words((np.asarray(vectors, np.float32) - centre) @ rotation)
 
 
 def bucket_starts_and_widths(ranges):
@@ -69,12 +70,13 @@ class CorpusCodes:
     ranges: float [2, D'], the int8 ranges (the calibration's `int8_ranges`, truncated with the vectors).
 
   Attributes:
-    codes: int8 [M, D']; filled: rows added so far; rotation: float32 [D', D'] and words: int64 [M, W], set by
-    `finish` (None before).
+    codes: int8 [M, D']; filled: rows added so far; centre: float32 [D'], the ranges' middle; rotation: float32
+    [D', D'] and words: int64 [M, W], set by `finish` (None before).
   """
 
   def __init__(self, rows, ranges):
     self.ranges = np.asarray(ranges, np.float32)
+    self.centre = self.ranges.mean(axis=0)
     self.dim = self.ranges.shape[1]
     self.codes = np.zeros([rows, self.dim], np.int8)
     self.filled = 0
@@ -97,18 +99,18 @@ class CorpusCodes:
     filled; returns self.
 
     Args:
-      rotation: orthogonal float [D', D'] (the identity: the plain sign bits); None: `sign_rotation.fit` on a
-        uniform sample of SAMPLE_ROWS codes read back (drawn with `seed`).
+      rotation: orthogonal float [D', D'] (the identity: the centred codes' own sign bits); None: `sign_rotation.fit`
+        on a uniform sample of SAMPLE_ROWS codes read back and centred (drawn with `seed`).
     """
     if self.filled != len(self.codes) or not self.filled:
       raise ValueError(f"a corpus of {len(self.codes)} vectors (at least one) has {self.filled} filled")
     if rotation is None:
       sample = np.random.default_rng(seed).choice(self.filled, size=min(self.filled, sign_rotation.SAMPLE_ROWS),
                                                   replace=False)
-      rotation = sign_rotation.fit(dequantize(self.codes[np.sort(sample)], self.ranges), seed=seed)
+      rotation = sign_rotation.fit(dequantize(self.codes[np.sort(sample)], self.ranges) - self.centre, seed=seed)
     self.rotation = np.asarray(rotation, np.float32)
-    self.words = np.concatenate([sign_words(dequantize(self.codes[s:s + BLOCK_ROWS], self.ranges), self.rotation)
-                                 for s in range(0, self.filled, BLOCK_ROWS)])
+    self.words = np.concatenate([sign_words(dequantize(self.codes[s:s + BLOCK_ROWS], self.ranges), self.centre,
+                                            self.rotation) for s in range(0, self.filled, BLOCK_ROWS)])
     return self
 
   @classmethod

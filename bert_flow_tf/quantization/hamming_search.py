@@ -2,13 +2,13 @@
 the binary search SavedModel (`binary_search_model`).
 
 `search_codes` ranks a query q against the corpus in two passes:
-  1. Hamming distance between q's sign bits (turned by the corpus's sign rotation, as its words are:
+  1. Hamming distance between q's sign bits (centred and turned by the corpus's sign rotation, as its words are:
      `corpus_codes`) and each corpus vector's words; the `candidates` nearest (equal distances: the lower index
      first).
   2. Rescoring (rescore=True): cosine of q (float32) and each candidate's codes read back to the middle of their
      buckets (`corpus_codes.dequantize`); the top_k of those, best first (equal scores: the Hamming-nearer first).
-     Without rescoring, the top_k of pass 1 with score 1 - 2 hamming / D' (the cosine of the rotated +-1 sign
-     vectors).
+     Without rescoring, the top_k of pass 1 with score 1 - 2 hamming / D' (the cosine of the centred, rotated
+     +-1 sign vectors).
 
 Every binary search (this one, `ivf_index`, the SavedModel, ExportedEncoder.search) takes its precision check,
 its `candidates` default and its refusal of candidates < top_k from here. The SavedModel computes the same in its
@@ -87,7 +87,7 @@ def search_codes(query_vectors, corpus, top_k=10, candidates=DEFAULT_CANDIDATES,
   q = np.atleast_2d(np.asarray(query_vectors, np.float32))
   if q.shape[1] != corpus.dim:
     raise ValueError(f"query vectors of width {q.shape[1]} against a corpus of width {corpus.dim}")
-  distance = hamming(corpus_codes.sign_words(q, corpus.rotation), corpus.words)                  # [n, M]
+  distance = hamming(corpus_codes.sign_words(q, corpus.centre, corpus.rotation), corpus.words)    # [n, M]
   if not rescore:
     ids = nearest(distance, top_k)
     scores = 1 - 2 * np.take_along_axis(distance, ids, axis=1) / corpus.dim

@@ -7,7 +7,8 @@ its fp32 vectors): the int8 codes are read back to their bucket middles (`corpus
   lists                       each corpus vector goes to the centroid of largest cosine
   ids        int32 [M]        the corpus id at each stored position: by list, ascending within a list
   offsets    int64 [L + 1]    list l holds the positions offsets[l] .. offsets[l + 1] - 1
-  words, codes, rotation      the corpus's (rotated) sign words and int8 codes in that order, and its sign rotation
+  words, codes                the corpus's sign words (centre and rotation: `corpus_codes`) and int8 codes in that
+                              order
 A query probes the `nprobe` lists of largest cosine with its float vector (more, in the same order, until they
 hold `candidates` vectors), takes the `candidates` Hamming-nearest of their vectors (equal distances: the lower
 corpus id first) and rescores them with the int8 codes as `hamming_search.search_codes` does. With
@@ -94,6 +95,7 @@ class IvfCodes:
   words: np.ndarray       # int64 [M, W]
   codes: np.ndarray       # int8 [M, D']
   ranges: np.ndarray      # float32 [2, D']
+  centre: np.ndarray      # float32 [D'], the words' centre (the ranges' middle)
   rotation: np.ndarray    # float32 [D', D'], the sign rotation of the words
 
   @property
@@ -123,7 +125,8 @@ def build(corpus, num_lists, seed=0):
                                  centroids) for s in range(0, rows, ASSIGN_ROWS)])
   ids = np.argsort(lists, kind="stable").astype(np.int32)                           # by list, then corpus id
   offsets = np.concatenate([[0], np.cumsum(np.bincount(lists, minlength=num_lists))]).astype(np.int64)
-  return IvfCodes(centroids, offsets, ids, corpus.words[ids], corpus.codes[ids], corpus.ranges, corpus.rotation)
+  return IvfCodes(centroids, offsets, ids, corpus.words[ids], corpus.codes[ids], corpus.ranges, corpus.centre,
+                  corpus.rotation)
 
 
 def probed_lists(scores, sizes, nprobe, candidates):
@@ -154,7 +157,7 @@ def search_index(query_vectors, index, top_k=10, candidates=hamming_search.DEFAU
     raise ValueError(f"query vectors of width {q.shape[1]} against a corpus of width {index.dim}")
   rows, sizes = len(index.ids), np.diff(index.offsets)
   keep = top_k if not rescore else candidates
-  query_words = corpus_codes.sign_words(q, index.rotation)                                       # [n, W]
+  query_words = corpus_codes.sign_words(q, index.centre, index.rotation)                         # [n, W]
   scores = search.normalize(q) @ index.centroids.T                                               # [n, L]
   hits = []
   for row_words, row_q, row_scores in zip(query_words, q, scores):

@@ -1,7 +1,7 @@
 """The inverted-file binary index in the binary search SavedModel's graph: `ivf_index.search_index` in plain ops.
 
 The index's arrays (`ivf_index.IvfCodes`) are variables: centroids float32 [L, D'], offsets int64 [L + 1], ids
-int32 [M], words int64 [W, M] (a row per word) and their sign rotation float32 [D', D'], codes int8 [M, D'] and the codes' lengths read back float32 [M]
+int32 [M], words int64 [W, M] (a row per word) with their centre float32 [D'] and sign rotation float32 [D', D'], codes int8 [M, D'] and the codes' lengths read back float32 [M]
 stored list by list, the int8 buckets' lo and step float32 [D'], and the default nprobe int32 []. Each query, one
 after another (tf.map_fn, as `binary_search_model.BinaryIndex`):
   1. its cosine to the L centroids, the lists by decreasing cosine (tf.math.top_k over all L: ties the lower list),
@@ -58,6 +58,7 @@ class IvfBinaryIndex(tf.Module):
     self.words = tf.Variable(np.ascontiguousarray(index.words.T), trainable=False, name="words")  # [W, M]
     self.codes = tf.Variable(index.codes, trainable=False, name="codes")                    # [M, D']
     self.rotation = tf.Variable(index.rotation, trainable=False, name="sign_rotation")      # [D', D']
+    self.centre = tf.Variable(index.centre, trainable=False, name="sign_centre")              # [D']
     lo, step = corpus_codes.bucket_starts_and_widths(index.ranges)
     self.lo = tf.Variable(lo, trainable=False, name="lo")
     self.step = tf.Variable(step, trainable=False, name="step")
@@ -73,7 +74,7 @@ class IvfBinaryIndex(tf.Module):
     sizes = self.offsets[1:] - self.offsets[:-1]                                          # [L]
     q_unit = q / tf.maximum(tf.norm(q, axis=-1, keepdims=True), 1e-12)
     scores = tf.matmul(q_unit, self.centroids, transpose_b=True)                          # [B, L]
-    query_words = graph_ops.pack_bits(tf.matmul(q, self.rotation), corpus_codes.WORD_BITS)  # [B, W]
+    query_words = graph_ops.pack_bits(tf.matmul(q - self.centre, self.rotation), corpus_codes.WORD_BITS)  # [B, W]
 
     def nearest(args):                                          # (float32 [L], int64 [W]) -> int64 positions [C]
       row_scores, words = args

@@ -6,8 +6,9 @@ B = sign(V R) and the orthogonal Procrustes step R = U W^T (U S W^T the SVD of V
 A rotation changes no cosine: the int8 codes and the rescoring stay the vectors' own; only which vectors the
 Hamming scan puts first changes (docs/quantization.md, "Rotated sign bits", measures by how much).
 
-`corpus_codes.CorpusCodes.finish` fits R on a uniform sample of SAMPLE_ROWS of the corpus's int8 codes read back,
-so a corpus streamed a block at a time gets its rotation from its codes alone, as `ivf_index` gets its centroids.
+`corpus_codes.CorpusCodes.finish` fits R on a uniform sample of SAMPLE_ROWS of the corpus's int8 codes read back
+and centred (ITQ is defined on centred vectors; the centre is the int8 ranges' middle), so a corpus streamed a block
+at a time gets its rotation from its codes alone, as `ivf_index` gets its centroids.
 
 Legend: n = vectors, M = corpus vectors, D' = width.
 """

@@ -33,8 +33,10 @@ def _read_back(x, ranges):
 
 
 def _sign_mismatches(q, x, ranges, rotation):
-  """int [n, M]: the signs of q R that differ from those of x's codes read back and turned by R."""
-  return ((q @ rotation > 0)[:, None, :] != (_read_back(x, ranges) @ rotation > 0)[None, :, :]).sum(-1)
+  """int [n, M]: the signs of (q - m) R that differ from those of x's codes read back, less m and turned by R; m
+  the ranges' middle."""
+  m = ranges.astype(np.float64).mean(axis=0)
+  return (((q - m) @ rotation > 0)[:, None, :] != ((_read_back(x, ranges) - m) @ rotation > 0)[None, :, :]).sum(-1)
 
 
 def _brute_force(q, x, ranges, k, candidates, rotation):
