@@ -120,10 +120,10 @@ def test_rescoring_reorders_the_hamming_candidates():
 @pytest.mark.parametrize("top_k,candidates,message", [
     (0, 10, "top_k must be an int >= 1, got 0"), (5, 2, r"candidates \(2\) must be at least top_k \(5\)"),
     (True, 10, "top_k must be an int >= 1, got True")])
-def test_bad_k_is_one_line(gaussian, top_k, candidates, message):
-  x, q, ranges = gaussian
+def test_bad_k_is_one_line(top_k, candidates, message):
+  x = np.random.default_rng(3).normal(size=[20, 8]).astype(np.float32)
   with pytest.raises(ValueError, match=message):
-    hamming_search.search_codes(q, corpus_codes.CorpusCodes.of(x, ranges), top_k, candidates)
+    hamming_search.search_codes(x[:2], corpus_codes.CorpusCodes.of(x, int8_ranges.fit_ranges(x)), top_k, candidates)
 
 
 def test_ranges_follow_the_gaussian_rule_and_stream_block_by_block(gaussian):
