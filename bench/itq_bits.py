@@ -11,9 +11,9 @@ quantized.py's corpus and 300 queries, each leaving itself out): raw (int8 range
 sentences), and calibrated by whitening and by the flow (config_l3_d3_w32), each fitted on the 15,487 STS-B
 sentences (`calibrator.fit`, as `SentenceEncoder.fit`), at full width and at their first --dim dimensions (what
 `truncate_dim` keeps). Printed (JSON), per space and width: the rotation's fit in seconds (with the bits of the
-corpus), the sign quantization loss per dimension of the codes read back as each variant takes them, and recall@10 against exact fp32
-at the same width of the Hamming order alone and of the Hamming candidates rescored with the int8 codes
-(`hamming_search.search_codes`), at each of --candidates.
+corpus), the sign quantization loss per dimension of the codes read back as each variant takes them, and recall@10
+against exact fp32 at the same width of the Hamming order alone and of the Hamming candidates rescored with the
+int8 codes (`hamming_search.search_codes`), at each of --candidates.
 
 Usage: python bench/itq_bits.py [--cache_dir exp/store] [--dim 128] [--candidates 100,1000]
 """

@@ -12,20 +12,21 @@ model's default nprobe for serving_default).
 A query batch is embedded as by the text model and cut to the corpus's D' dimensions (`truncate_dim`: the model's
 `dims`, int32 [D'], the first D' or those a saved truncation order puts first: `quantization.truncation`). Each
 query's sign bits, centred and turned by the corpus's sign rotation as its words are (`corpus_codes`,
-`quantization.sign_rotation`), are packed into 64-bit words in the graph; its Hamming distance to every corpus vector is the
-popcount (tf.raw_ops.PopulationCount) of their tf.bitwise.bitwise_xor, summed over the W words; the `candidates`
-nearest (`nearest_by_count`: as tf.math.top_k of the negated distance, equal distances the lower index first) are
-rescored by the cosine of the query and their int8 codes read back to the middle of their buckets
+`quantization.sign_rotation`), are packed into 64-bit words in the graph; its Hamming distance to every corpus
+vector is the popcount (tf.raw_ops.PopulationCount) of their tf.bitwise.bitwise_xor, summed over the W words; the
+`candidates` nearest (`nearest_by_count`: as tf.math.top_k of the negated distance, equal distances the lower index
+first) are rescored by the cosine of the query and their int8 codes read back to the middle of their buckets
 (`corpus_codes.dequantize`), and the k best returned (equal scores: the Hamming-nearer first). This is
 `hamming_search.search_codes`, which the tests hold it to (and the index, with every list probed).
 The queries are searched one after another (tf.map_fn) so the memory of a batch stays that of a few queries
 (a query's xor is W x M int64: 48 MB at D' = 384, M = 1M).
 
 The corpus is written in the model as variables: words int64 [W, M] (a row per word: each xor reads one contiguous
-row), their centre float32 [D'] and sign rotation float32 [D', D'], codes int8 [M, D'], their lengths read back float32 [M] (the rescoring's denominators: `graph_ops.rescore`),
-the buckets' lo and step float32 [D'], sentences string [M]. `export_binary_search` fills them a block of vectors
-at a time (`corpus_codes.CorpusCodes`), so the fp32 corpus is never held whole; `export_sentences` gives it the
-blocks of a corpus of sentences through an encoder's `embed` (SentenceEncoder.export's, `encoder_export`).
+row), their centre float32 [D'] and sign rotation float32 [D', D'], codes int8 [M, D'], their lengths read back
+float32 [M] (the rescoring's denominators: `graph_ops.rescore`), the buckets' lo and step float32 [D'], sentences
+string [M]. `export_binary_search` fills them a block of vectors at a time (`corpus_codes.CorpusCodes`), so the
+fp32 corpus is never held whole; `export_sentences` gives it the blocks of a corpus of sentences through an
+encoder's `embed` (SentenceEncoder.export's, `encoder_export`).
 
 Legend: B = queries, M = corpus vectors, D = embedding width, D' = the corpus's width, W = ceil(D' / 64).
 """
@@ -76,7 +77,7 @@ class BinaryIndex(tf.Module):
     self.words = tf.Variable(np.ascontiguousarray(corpus.words.T), trainable=False, name="words")   # [W, M]
     self.codes = tf.Variable(corpus.codes, trainable=False, name="codes")                         # [M, D']
     self.rotation = tf.Variable(corpus.rotation, trainable=False, name="sign_rotation")           # [D', D']
-    self.centre = tf.Variable(corpus.centre, trainable=False, name="sign_centre")              # [D']
+    self.centre = tf.Variable(corpus.centre, trainable=False, name="sign_centre")                 # [D']
     lo, step = corpus_codes.bucket_starts_and_widths(corpus.ranges)
     self.lo = tf.Variable(lo, trainable=False, name="lo")
     self.step = tf.Variable(step, trainable=False, name="step")

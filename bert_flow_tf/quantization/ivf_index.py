@@ -108,7 +108,7 @@ class IvfCodes:
 
 
 def build(corpus, num_lists, seed=0):
-  """IvfCodes of a filled corpus_codes.CorpusCodes.
+  """IvfCodes of a finished corpus_codes.CorpusCodes.
 
   Args:
     corpus: corpus_codes.CorpusCodes, finished (M vectors).

@@ -1,8 +1,9 @@
 """The inverted-file binary index in the binary search SavedModel's graph: `ivf_index.search_index` in plain ops.
 
 The index's arrays (`ivf_index.IvfCodes`) are variables: centroids float32 [L, D'], offsets int64 [L + 1], ids
-int32 [M], words int64 [W, M] (a row per word) with their centre float32 [D'] and sign rotation float32 [D', D'], codes int8 [M, D'] and the codes' lengths read back float32 [M]
-stored list by list, the int8 buckets' lo and step float32 [D'], and the default nprobe int32 []. Each query, one
+int32 [M], words int64 [W, M] (a row per word), codes int8 [M, D'] and the codes' lengths read back float32 [M]
+stored list by list, the words' centre float32 [D'] and sign rotation float32 [D', D'], the int8 buckets' lo and
+step float32 [D'], and the default nprobe int32 []. Each query, one
 after another (tf.map_fn, as `binary_search_model.BinaryIndex`):
   1. its cosine to the L centroids, the lists by decreasing cosine (tf.math.top_k over all L: ties the lower list),
      the first max(nprobe, lists its first `candidates` vectors need);
@@ -58,7 +59,7 @@ class IvfBinaryIndex(tf.Module):
     self.words = tf.Variable(np.ascontiguousarray(index.words.T), trainable=False, name="words")  # [W, M]
     self.codes = tf.Variable(index.codes, trainable=False, name="codes")                    # [M, D']
     self.rotation = tf.Variable(index.rotation, trainable=False, name="sign_rotation")      # [D', D']
-    self.centre = tf.Variable(index.centre, trainable=False, name="sign_centre")              # [D']
+    self.centre = tf.Variable(index.centre, trainable=False, name="sign_centre")            # [D']
     lo, step = corpus_codes.bucket_starts_and_widths(index.ranges)
     self.lo = tf.Variable(lo, trainable=False, name="lo")
     self.step = tf.Variable(step, trainable=False, name="step")
