@@ -19,7 +19,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from bert_flow_tf.utils import errors
 
-LOST_WORKER_GRACE_S = 10.0   # after a worker is lost, how long the runner may take to end the run on its own
+LOST_WORKER_GRACE_S = 2.0    # after a worker is lost, how long the runner may take to end the run on its own
 LOST_WORKER_REPORT_S = 2.0   # after the run fails, how long a lost worker's report may take to arrive
 _WORKER_THREAD = "run_worker"   # the thread of Beam's SubprocessSdkWorker (local_job_service.py)
 _WORKER_MODULE = b"apache_beam.runners.worker.sdk_worker_main"
