@@ -70,7 +70,10 @@ def test_hamming_search_equals_brute_force_in_numpy_and_in_the_graph(gaussian):
   corpus = corpus_codes.CorpusCodes(len(x), ranges)
   for start in range(0, len(x), 128):                  # filled a block at a time
     corpus.add(x[start:start + 128])
-  corpus.finish()
+  # At 130 dimensions the rotation fitted on the codes; at 400 a given random one (fitting there takes seconds;
+  # sign_rotation_test holds the fit).
+  given = np.linalg.qr(np.random.default_rng(5).normal(size=[x.shape[1]] * 2))[0] if x.shape[1] > 256 else None
+  corpus.finish(rotation=given)
   rotation = corpus.rotation.astype(np.float64)
   np.testing.assert_allclose(rotation @ rotation.T, np.eye(x.shape[1]), atol=1e-5)      # a rotation
   want_ids, want_scores = _brute_force(q, x, ranges, 7, 40, rotation)
@@ -163,6 +166,7 @@ def fixture_tiny_embedder(tmp_path_factory):
   return SentenceEmbedder(tiny_model(tmp_path_factory.mktemp("qs") / "bert"), "last-avg", 16)
 
 
+@pytest.mark.slow  # exports and loads a SavedModel: over 3.5 s
 def test_the_binary_search_saved_model_answers_as_numpy(tiny_embedder, tmp_path):
   vectors = engine_vectors(tiny_embedder, SENTENCES)
   calibration = calibrator.fit("whitening", vectors)
