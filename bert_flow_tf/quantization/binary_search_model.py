@@ -87,7 +87,7 @@ class BinaryIndex(tf.Module):
   def search_vectors(self, q, k, candidates):
     """float32 [B, D'] queries, int32 k and candidates -> (indices int32 [B, k'], scores float32 [B, k'])."""
     c = tf.minimum(candidates, tf.shape(self.codes)[0])
-    query_words = graph_ops.pack_bits(tf.matmul(q - self.centre, self.rotation), corpus_codes.WORD_BITS)  # [B, W]
+    query_words = graph_ops.sign_words(q, self.centre, self.rotation, corpus_codes.WORD_BITS)     # [B, W]
 
     def nearest(words):                                                               # int64 [W] -> int32 [C]
       distance = graph_ops.hamming([self.words[w] for w in range(self.num_words)], words)                # [M]

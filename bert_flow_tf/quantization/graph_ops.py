@@ -1,4 +1,5 @@
-"""Graph ops the binary search models share: sign bits packed into words, and the int8 rescoring of candidates.
+"""Graph ops the binary search models share: sign bits packed into words (a query's centred and rotated, as its
+corpus's), and the int8 rescoring of candidates.
 
 Legend: B = queries, D = width, N = corpus vectors scanned, W = 64-bit words a vector, C = candidates, k = results.
 """
@@ -19,6 +20,13 @@ def pack_bits(x, bits_per_word):
   shifts = tf.constant(np.arange(bits_per_word - 1, -1, -1), tf.int64)
   # Distinct powers of two: their sum is their bitwise or (the top bit of a 64-bit word wraps to the sign).
   return tf.reduce_sum(tf.bitwise.left_shift(bits, shifts), axis=-1)
+
+
+def sign_words(q, centre, rotation, bits_per_word):
+  """The words float32 queries [B, D] are compared with by a corpus whose sign bits were taken after centring on
+  float32 [D] and turning by float32 [D, D] (`corpus_codes.sign_words` in numpy): `pack_bits` of (q - centre) R,
+  int64 [B, ceil(D / bits_per_word)]."""
+  return pack_bits(tf.matmul(q - centre, rotation), bits_per_word)
 
 
 def hamming(columns, words):

@@ -75,7 +75,7 @@ class IvfBinaryIndex(tf.Module):
     sizes = self.offsets[1:] - self.offsets[:-1]                                          # [L]
     q_unit = q / tf.maximum(tf.norm(q, axis=-1, keepdims=True), 1e-12)
     scores = tf.matmul(q_unit, self.centroids, transpose_b=True)                          # [B, L]
-    query_words = graph_ops.pack_bits(tf.matmul(q - self.centre, self.rotation), corpus_codes.WORD_BITS)  # [B, W]
+    query_words = graph_ops.sign_words(q, self.centre, self.rotation, corpus_codes.WORD_BITS)    # [B, W]
 
     def nearest(args):                                          # (float32 [L], int64 [W]) -> int64 positions [C]
       row_scores, words = args
