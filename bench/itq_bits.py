@@ -18,7 +18,6 @@ int8 codes (`hamming_search.search_codes`), at each of --candidates.
 Usage: python bench/itq_bits.py [--cache_dir exp/store] [--dim 128] [--candidates 100,1000]
 """
 import argparse
-import copy
 import json
 import os
 import pathlib
@@ -51,24 +50,27 @@ def recalls(corpus, q, query_ids, want, candidates):
   return out
 
 
+def finished(x, ranges, centred=True, rotation=None):
+  """A finished CorpusCodes of float [M, D'] vectors x: the product's bits (centred, ITQ's rotation fitted by
+  `finish`), or with the centre at 0 (centred=False) and/or a given rotation."""
+  codes = corpus_codes.CorpusCodes(len(x), ranges).add(x)
+  if not centred:
+    codes.centre = np.zeros_like(codes.centre)
+  return codes.finish(rotation=rotation)
+
+
 def variants(x, ranges):
   """{"plain", "centred", "itq", "itq, not centred"} -> (a finished CorpusCodes of x with those sign bits, their
   loss per dimension), and the seconds of the product's `finish` (itq)."""
   start = time.perf_counter()
-  itq = corpus_codes.CorpusCodes(len(x), ranges).add(x).finish()
+  itq = finished(x, ranges)
   fit_s = time.perf_counter() - start
+  identity = np.eye(x.shape[1])
   back = corpus_codes.dequantize(itq.codes, ranges)
-  centred = corpus_codes.CorpusCodes(len(x), ranges).add(x).finish(rotation=np.eye(x.shape[1]))
-  plain = copy.copy(centred)
-  plain.centre = np.zeros_like(centred.centre)
-  plain.words = corpus_codes.sign_words(back, plain.centre, plain.rotation)
-  uncentred = copy.copy(plain)
-  uncentred.rotation = sign_rotation.fit(back[np.sort(np.random.default_rng(0).choice(
-      len(back), size=min(len(back), sign_rotation.SAMPLE_ROWS), replace=False))])
-  uncentred.words = corpus_codes.sign_words(back, uncentred.centre, uncentred.rotation)
   return {name: (codes, sign_rotation.loss(back - codes.centre, codes.rotation))
-          for name, codes in (("plain", plain), ("centred", centred), ("itq", itq),
-                              ("itq, not centred", uncentred))}, fit_s
+          for name, codes in (("plain", finished(x, ranges, centred=False, rotation=identity)),
+                              ("centred", finished(x, ranges, rotation=identity)), ("itq", itq),
+                              ("itq, not centred", finished(x, ranges, centred=False)))}, fit_s
 
 
 def main():
