@@ -7,10 +7,9 @@ it too):
   <export_dir>/binary_search/<version>   with a corpus and search="binary": quantization.binary_search_model
   <export_dir>/litert/                   litert=True: serving.litert
 
-The calibration is in every graph (a flow, or a baseline as graph_calibration.Affine: `graph_calibration.in_graph`); the
-sentence codes
-give the model's Normalize, the truncation order, the int8 ranges and the default truncate_dim, recorded in
-export_info.json and cut into the binary search and LiteRT models as `encode` cuts.
+The calibration is in every graph (a flow, or a baseline as graph_calibration.Affine: `graph_calibration.in_graph`);
+the sentence codes give the model's Normalize, the truncation order, the int8 ranges and the default truncate_dim,
+recorded in export_info.json and cut into the binary search and LiteRT models as `encode` cuts.
 
 Legend: D = the calibrated width, D' = the kept dimensions.
 """

@@ -210,10 +210,10 @@ class SentenceEncoder(st_api.StApi):
 
   def export(self, export_dir, version=1, overwrite=False, corpus=None, search="float32", truncate_dim=None,
              precisions=(), litert=False, num_lists=0):
-    """Writes the servable SavedModels, with the calibration in the graph (a flow, or a baseline as graph_calibration.Affine):
-    export_dir/text/<version> (strings in), ids/<version> (token ids in) and export_info.json (serving/export.py),
-    as run_flow.py --export_dir; with a corpus also search/<version> (serving/search_model.py) or
-    binary_search/<version>. `ExportedEncoder` loads them back.
+    """Writes the servable SavedModels, with the calibration in the graph (a flow, or a baseline as
+    graph_calibration.Affine): export_dir/text/<version> (strings in), ids/<version> (token ids in) and
+    export_info.json (serving/export.py), as run_flow.py --export_dir; with a corpus also search/<version>
+    (serving/search_model.py) or binary_search/<version>. `ExportedEncoder` loads them back.
 
     Args (`encoder_export.export`'s, docs/quantization.md): export_dir (str); version (int >= 1, TF Serving's
     version directory); overwrite (replace existing versions); corpus (None, a list of str, or the path of a UTF-8

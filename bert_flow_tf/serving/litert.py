@@ -5,8 +5,8 @@
                                           them per call)
 
 Each file computes, from token ids, what `SentenceEncoder.encode` returns: BERT, the pooling, the calibration (a
-flow, on its principal axes, or an `graph_calibration.Affine`), the model's Normalize (`normalize`), then `truncate_dim`
-dimensions (the first, or a saved truncation order's: `quantization.truncation`).
+flow, on its principal axes, or a `graph_calibration.Affine`), the model's Normalize (`normalize`), then
+`truncate_dim` dimensions (the first, or a saved truncation order's: `quantization.truncation`).
 
   inputs   ids, mask, segment_ids: int32 [B, S] (B and S free), `[CLS] pieces [SEP]` then padding (mask 0)
   output   embedding: float32 [B, D']
