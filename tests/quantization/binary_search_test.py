@@ -129,6 +129,12 @@ def test_bad_k_is_one_line(top_k, candidates, message):
     hamming_search.search_codes(x[:2], corpus_codes.CorpusCodes.of(x, int8_ranges.fit_ranges(x)), top_k, candidates)
 
 
+def test_an_empty_corpus_finds_nothing_for_each_query():
+  q = np.ones([2, 8], np.float32)
+  ranges = np.array([[-1.] * 8, [1.] * 8], np.float32)
+  assert code_search.semantic_search(q, np.zeros([0, 8], np.float32), precision="binary", ranges=ranges) == [[], []]
+
+
 def test_ranges_follow_the_gaussian_rule_and_stream_block_by_block(gaussian):
   x = gaussian[0] * np.linspace(0.5, 3., gaussian[0].shape[1], dtype=np.float32) + 2.
   ranges = int8_ranges.fit_ranges(x)
