@@ -86,6 +86,8 @@ def semantic_search(query_vectors, corpus_vectors, query_chunk_size=100, corpus_
   check_top_k(corpus_chunk_size, "corpus_chunk_size")
   score_function = score_function or cos_sim
   queries, corpus = np.atleast_2d(query_vectors), np.atleast_2d(corpus_vectors)
+  if not len(corpus):
+    return [[] for _ in queries]  # as sentence-transformers: no corpus vectors, no hits
   k = min(int(top_k), len(corpus))
   results = []
   for q in range(0, len(queries), query_chunk_size):

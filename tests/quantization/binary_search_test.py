@@ -132,7 +132,9 @@ def test_bad_k_is_one_line(top_k, candidates, message):
 def test_an_empty_corpus_finds_nothing_for_each_query():
   q = np.ones([2, 8], np.float32)
   ranges = np.array([[-1.] * 8, [1.] * 8], np.float32)
-  assert code_search.semantic_search(q, np.zeros([0, 8], np.float32), precision="binary", ranges=ranges) == [[], []]
+  for precision in ("float32", "binary"):  # as sentence-transformers' util.semantic_search: an empty list per query
+    assert code_search.semantic_search(q, np.zeros([0, 8], np.float32), precision=precision,
+                                       ranges=ranges) == [[], []], precision
 
 
 def test_ranges_follow_the_gaussian_rule_and_stream_block_by_block(gaussian):
