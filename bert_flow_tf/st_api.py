@@ -35,12 +35,13 @@ OUTPUT_VALUES = ("sentence_embedding", "token_embeddings", None)
 
 
 def texts_of(value):
-  """A str, list/tuple of str or numpy string array -> list of str; anything else -> None (vectors)."""
+  """A str, list/tuple of str or numpy string array -> list of str (an empty list or tuple: no sentences);
+  anything else -> None (vectors)."""
   if isinstance(value, str):
     return [value]
   if isinstance(value, np.ndarray) and value.dtype.kind in "US":
     return [str(v) for v in value.reshape(-1)]
-  if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+  if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
     return [str(v) for v in value]
   return None
 

@@ -128,6 +128,10 @@ def test_similarity_functions_accept_sentences_vectors_and_numpy_strings(enc):
   np.testing.assert_allclose(enc.similarity(texts, texts), enc.similarity(vectors, vectors), atol=1e-6)
   np.testing.assert_allclose(enc.similarity_pairwise(texts, texts), [1.0, 1.0], atol=1e-6)
   assert enc.semantic_search(texts, texts, top_k=1)[1][0]["corpus_id"] == 1
+  # An empty list is no sentences: no hits, no scores.
+  for precision in ("float32", "binary"):
+    assert enc.semantic_search(texts, [], precision=precision) == [[], []], precision
+  assert enc.similarity(texts, []).shape == (2, 0)
   with enc.truncate_sentence_embeddings(4):  # sentences are scored as `encode` gives them: truncated here
     np.testing.assert_allclose(enc.similarity(texts, texts), enc.similarity(vectors[:, :4], vectors[:, :4]),
                                atol=1e-6)
