@@ -100,7 +100,7 @@ class FaithfulPairs(PairSource):
     ids = tf.TensorSpec([None, None], tf.int32)
     self._embed_training = tf.function(lambda w, m, t: embedder.embed_inputs(
         packing.input_dict(w, m, t), training=True),
-        input_signature=[ids, ids, ids])
+        input_signature=[ids, ids, ids], autograph=False)
     # The default strategy outside any scope: the host path. Anything else runs under strategy.run.
     self.on_host = (not embedder.use_xla and self.strategy is tf.distribute.get_strategy()
                     and not tf.distribute.has_strategy())

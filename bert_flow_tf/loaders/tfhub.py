@@ -37,7 +37,7 @@ class _HubExport(tf.train.Checkpoint):
     if vocab_file is not None:
       self.vocab_file = tf.saved_model.Asset(vocab_file)
     self.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
-    self.__call__ = tf.function(self._call)
+    self.__call__ = tf.function(self._call, autograph=False)
 
   def _call(self, inputs, training=False):
     outputs = self.encoder({name: inputs[name] for name in packing.INPUT_NAMES}, training=training)

@@ -114,7 +114,8 @@ class _BinarySearchModel(tf.Module):
     self.index = index
     self.sentences = tf.Variable(tf.constant(list(sentences), tf.string), trainable=False, name="sentences")
     if isinstance(index, ivf_probe.IvfBinaryIndex):
-      self.serve_probe = tf.function(self._search, input_signature=_SEARCH_SIGNATURE + [tf.TensorSpec([], tf.int32)])
+      self.serve_probe = tf.function(self._search, input_signature=_SEARCH_SIGNATURE + [tf.TensorSpec([], tf.int32)],
+                                     autograph=False)
 
   def _search(self, queries, k, candidates, nprobe=None):
     """nprobe: None for the index's default, or int32 [] (an IvfBinaryIndex's lists probed)."""
@@ -127,7 +128,7 @@ class _BinarySearchModel(tf.Module):
     indices, scores = self.index.search_vectors(q, k, candidates, *(() if nprobe is None else (nprobe,)))
     return {"indices": indices, "scores": scores, "sentences": tf.gather(self.sentences, indices)}
 
-  @tf.function(input_signature=_SEARCH_SIGNATURE)
+  @tf.function(input_signature=_SEARCH_SIGNATURE, autograph=False)
   def serve_search(self, queries, k, candidates):
     return self._search(queries, k, candidates)
 

@@ -80,7 +80,7 @@ class IdsEmbedder(tf.Module):
     z, _ = self._layers.calibration(x, training=False)
     return z
 
-  @tf.function(input_signature=[_IDS_SPEC, _IDS_SPEC, _IDS_SPEC])
+  @tf.function(input_signature=[_IDS_SPEC, _IDS_SPEC, _IDS_SPEC], autograph=False)
   def serve_ids(self, input_word_ids, input_mask, input_type_ids):
     return {"embeddings": self.embed_ids(packing.input_dict(input_word_ids, input_mask, input_type_ids))}
 
@@ -108,7 +108,7 @@ class TextEmbedder(IdsEmbedder):
     bounded = text_bound.bound_text(sentences, self.tokenizer.max_seq_length, self.tokenizer.do_lower_case)
     return packing.pack_to_longest(self.tokenizer, self.tokenizer.tokenize(bounded))
 
-  @tf.function(input_signature=[TEXT_SPEC])
+  @tf.function(input_signature=[TEXT_SPEC], autograph=False)
   def embed_and_count(self, sentences):
     """tf.string [B] -> (float32 [B, D], int32 [B] the tokens the model read of each sentence: [CLS] + word pieces
     + [SEP], at most max_seq_length). One function that every text signature calls, so the SavedModel traces and
@@ -120,24 +120,24 @@ class TextEmbedder(IdsEmbedder):
     """tf.string [B] -> float32 [B, D]."""
     return self.embed_and_count(sentences)[0]
 
-  @tf.function(input_signature=[TEXT_SPEC])
+  @tf.function(input_signature=[TEXT_SPEC], autograph=False)
   def serve_text(self, sentences):
     embeddings = self.embed_text(sentences)
     return {"embeddings": embeddings, **(self.quantizer(embeddings) if self.quantizer else {})}
 
-  @tf.function(input_signature=[TEXT_SPEC])
+  @tf.function(input_signature=[TEXT_SPEC], autograph=False)
   def serve_text_with_token_counts(self, sentences):
     """serving_default's embeddings and the tokens the model read of each sentence (`embed_and_count`): an HTTP
     server's usage from the same tokenization."""
     embeddings, token_counts = self.embed_and_count(sentences)
     return {"embeddings": embeddings, "token_counts": token_counts}
 
-  @tf.function(input_signature=[TEXT_SPEC])
+  @tf.function(input_signature=[TEXT_SPEC], autograph=False)
   def __call__(self, sentences):
     """tf.string [B] -> float32 [B, D]; what `hub.KerasLayer` calls when given no signature."""
     return self.embed_text(sentences)
 
-  @tf.function(input_signature=[TEXT_SPEC, TEXT_SPEC])
+  @tf.function(input_signature=[TEXT_SPEC, TEXT_SPEC], autograph=False)
   def serve_similarity(self, sentences_a, sentences_b):
     with tf.control_dependencies([tf.debugging.assert_equal(
         tf.size(sentences_a), tf.size(sentences_b),

@@ -65,7 +65,7 @@ class _LiteRtEmbedder(export_lib.IdsEmbedder):
     last = tf.where(long_rows, tf.constant(self._sep_id, tf.int32), ids[:, length - 1:length])  # [B, 0 or 1]
     return tf.concat([ids[:, :length - 1], last], axis=1), mask[:, :length], segment_ids[:, :length]
 
-  @tf.function(input_signature=[_IDS_SPEC, _IDS_SPEC, _IDS_SPEC])
+  @tf.function(input_signature=[_IDS_SPEC, _IDS_SPEC, _IDS_SPEC], autograph=False)
   def serve(self, ids, mask, segment_ids):
     ids, mask, segment_ids = self._cut(ids, mask, segment_ids)
     x = self.embed_ids({"input_word_ids": ids, "input_mask": mask, "input_type_ids": segment_ids})  # [B, D]

@@ -38,7 +38,7 @@ class SearchModel(tf.Module):
     self.sentences = tf.Variable(tf.constant(list(corpus_sentences), tf.string), trainable=False,
                                  name="sentences")                                   # [M]
 
-  @tf.function(input_signature=[export_lib.TEXT_SPEC, tf.TensorSpec([], tf.int32)])
+  @tf.function(input_signature=[export_lib.TEXT_SPEC, tf.TensorSpec([], tf.int32)], autograph=False)
   def serve_search(self, queries, k):
     with tf.control_dependencies([tf.debugging.assert_positive(k, message="search needs k >= 1")]):
       q = self._text.embedder.embed_text(queries)                                   # [B, D]
