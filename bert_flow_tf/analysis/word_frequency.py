@@ -27,7 +27,6 @@ import importlib.metadata
 import re
 
 import numpy as np
-import wordfreq
 
 from bert_flow_tf.modeling import tokenizer as tokenizer_lib
 from bert_flow_tf.reporting import markdown
@@ -76,6 +75,7 @@ def is_whole_word(token):
 
 def word_frequencies(vocab, language=LANGUAGE):
   """wordfreq frequency of each whole-word vocabulary entry, 0 for the others. float64 [V]."""
+  import wordfreq  # pylint: disable=g-import-not-at-top  # its word lists take 0.5 s to load: only for Table 1
   return np.array([wordfreq.word_frequency(t, language) if is_whole_word(t) else 0. for t in vocab], np.float64)
 
 
