@@ -12,13 +12,17 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 DATA_PLACES = ([pathlib.Path(os.environ["BERT_FLOW_DATA"])] if os.environ.get("BERT_FLOW_DATA") else []) + [
     REPO / "data", REPO.parent / "shared" / "data"]
 NUM_LOGICAL_CPUS = 2
-# The test files that take longest (a minute or so each on a quiet 2-core CPU: `--durations`), longest first. They
-# run before all others: with `-n 2 --dist loadfile` a file runs on one worker, and a long one started last would
-# leave the other worker idle at the end; started first, the short files fill in around them.
+# The test files that take longest (`--durations`), longest first: those of the whole suite (a minute or so each on a
+# quiet 2-core CPU, mostly slow tests), then those of the fast loop (-m "not slow": 7 to 14 s each). They run before
+# all others: with `-n 2 --dist loadfile` a file runs on one worker, and a long one started last would leave the
+# other worker idle at the end; started first, the short files fill in around them.
 LONGEST_FIRST = ["calibration/faithful_test.py", "siamese/siamese_test.py", "end_to_end_test.py", "sigkill_test.py",
                  "run_flow_paths_test.py", "loaders/original_checkpoint_test.py", "api_test.py",
                  "beam/entry_point_test.py", "serving_doc_test.py", "serving_test.py", "beam/pipeline_test.py",
-                 "error_matrix_test.py", "notebooks_test.py", "server/server_test.py"]
+                 "error_matrix_test.py", "notebooks_test.py", "server/server_test.py",
+                 "embedding/engine_test.py", "door_matrix_test.py", "embedding/store_test.py",
+                 "calibration/store_stream_test.py", "calibration/flow_fitting_test.py", "st_api_test.py",
+                 "loaders/loaders_test.py", "glow/model_test.py"]
 
 
 def pytest_configure(config):
@@ -31,6 +35,8 @@ def pytest_configure(config):
   """
   if hasattr(config.option, "loadscopereorder"):
     config.option.loadscopereorder = False   # xdist's loadfile would order the files by their number of tests
+  if getattr(config.option, "dist", "no") != "no" and not hasattr(config, "workerinput"):
+    return  # xdist's controller runs no test: TensorFlow's import there (3 s) would only delay the workers' start
   import tensorflow as tf
   cpu = tf.config.list_physical_devices("CPU")[0]
   tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * NUM_LOGICAL_CPUS)

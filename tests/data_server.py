@@ -63,7 +63,8 @@ class DataServer:
 
     self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-    self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+    # shutdown() waits for the serving loop's next poll: 0.5 s by default, paid by every test that stops a server.
+    self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
 
   def __enter__(self):
     self.thread.start()

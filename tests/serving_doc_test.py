@@ -182,7 +182,8 @@ class _RestFront:
 
     self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     self.port = self.httpd.server_address[1]
-    threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+    # A short poll: close()'s shutdown() waits for the serving loop's next one (0.5 s by default).
+    threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
 
   def close(self):
     self.httpd.shutdown()
