@@ -162,15 +162,45 @@ def save(path, embedder, fingerprint_hex, calibration, settings, overwrite=False
   return path
 
 
-def constructor_settings(info, model):
-  """SentenceEncoder.from_pretrained's keywords for the folder `info` (its read_info) describes: pooling,
-  max_seq_length, the sentence-transformers settings but normalize (set after: `None` there means the model's),
-  and do_lower_case unless `model` is a loaders.LoadedModel. Returns dict."""
-  settings = {key: info.get(key) for key in ST_SETTINGS if key != "normalize"}
+# The constructor's keywords that a saved folder sets (with do_lower_case, a load option), in its signature's order.
+SETTINGS = ("prompts", "default_prompt_name", "truncate_dim", "similarity_fn_name", "normalize", "pooling",
+            "max_seq_length")
+
+
+def is_saved(model):
+  """Whether `model` (anything SentenceEncoder takes) is the path of a folder `save` wrote (it holds INFO_FILE)."""
+  return isinstance(model, (str, os.PathLike)) and os.path.isfile(os.path.join(model, INFO_FILE))
+
+
+def saved_model_and_settings(path, model=None, trust_saved_model=False):
+  """What SentenceEncoder makes the encoder of the folder `path` (`save` wrote it) from: (model, settings).
+
+  Args:
+    path: str, the folder.
+    model: None (the model its sentence_encoder.json names: `model_of`), or another path or loaders.LoadedModel.
+    trust_saved_model: bool, see `model_of`.
+
+  Returns:
+    (the model, dict of SentenceEncoder's keywords: pooling, max_seq_length, the sentence-transformers settings
+    and do_lower_case, this one unless `model` is a loaders.LoadedModel, whose own it is).
+  """
+  info = read_info(path)
+  if model is None:
+    model = model_of(path, info["model"], trust_saved_model)
+  settings = {key: info[key] for key in ST_SETTINGS if key in info}
   settings.update(pooling=info["pooling"], max_seq_length=info["max_seq_length"])
   if not isinstance(model, loaders.LoadedModel):
     settings["do_lower_case"] = info["do_lower_case"]
-  return settings
+  return model, settings
+
+
+def constructor_arguments(path, given):
+  """SentenceEncoder(path) of a folder `save` wrote, as `load(path)` reads it: (the model it names, the
+  constructor's keywords: the folder's settings (`saved_model_and_settings`) with those in `given`, a dict of
+  keywords, that are not None in their place)."""
+  with loading_errors(path, named_by_folder=True):
+    model, settings = saved_model_and_settings(path)
+  return model, {**settings, **{key: value for key, value in given.items() if value is not None}}
 
 
 @contextlib.contextmanager

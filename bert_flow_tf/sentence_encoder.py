@@ -18,8 +18,10 @@ quantization.code_search (semantic_search at a precision).
 
 Legend: n, m = sentences, D = the (calibrated) embedding width.
 """
+import contextlib
 import dataclasses
 import functools
+import os
 
 import tensorflow as tf
 
@@ -43,13 +45,15 @@ class SentenceEncoder(st_api.StApi):
   calls (`encode`, `similarity`, ...: st_api, docs/api.md).
 
   Make one as sentence-transformers does, `SentenceEncoder("all-MiniLM-L6-v2")`, or with `from_pretrained` (the same
-  arguments) or `load`.
+  arguments) or `load`. `SentenceEncoder(path)` of a folder that `save` wrote reads it as `load(path)` does (the
+  keywords given here win over the folder's settings).
 
   Args:
-    model: a model name, path or loaders.LoadedModel (see `from_pretrained`), or a
+    model: a model name, path or loaders.LoadedModel (see `from_pretrained`), a folder `save` wrote, or a
       bert_flow_tf.embedding.embedder.SentenceEmbedder (its model, pooling and max_seq_length; the Normalize,
       prompts and similarity of its model's sentence-transformers folder, as for a name).
-    calibration: a calibration.calibrator calibration fitted on this embedder's vectors, or None.
+    calibration: a calibration.calibrator calibration fitted on this embedder's vectors, or None (a saved folder's
+      own, if any).
     batch_size: int, sentences per encoding batch unless `encode` is given one.
     cache_dir: str or None, keep the raw vectors on disk there (the embedding store of run_flow.py); None: memory.
     prompts, default_prompt_name, truncate_dim, similarity_fn_name, pooling, max_seq_length, **load_kwargs: see
@@ -68,15 +72,23 @@ class SentenceEncoder(st_api.StApi):
   def __init__(self, model=presets.DEFAULT, calibration=None, batch_size=settings.BATCH_SENTENCES, cache_dir=None,
                prompts=None, default_prompt_name=None, truncate_dim=None, similarity_fn_name=None, normalize=None,
                pooling=None, max_seq_length=None, **load_kwargs):
-    device, load_kwargs = st_habits.constructor_words(model, load_kwargs)  # device=, ... (docs/api.md)
+    device, load_kwargs = st_habits.constructor_words(load_kwargs)  # device=, ... (docs/api.md)
+    saved = os.fspath(model) if encoder_folder.is_saved(model) else None
+    if saved:  # a folder `save` wrote, read as `load(saved)` reads it; a keyword given here wins over the folder's
+      model, load_kwargs = encoder_folder.constructor_arguments(saved, dict(
+          load_kwargs, prompts=prompts, default_prompt_name=default_prompt_name, truncate_dim=truncate_dim,
+          similarity_fn_name=similarity_fn_name, normalize=normalize, pooling=pooling, max_seq_length=max_seq_length))
+      prompts, default_prompt_name, truncate_dim, similarity_fn_name, normalize, pooling, max_seq_length = (
+          load_kwargs.pop(name, None) for name in encoder_folder.SETTINGS)
     st = st_folder.settings_of(model.loaded.source if isinstance(model, SentenceEmbedder) else model)
     if isinstance(model, SentenceEmbedder):
       if pooling or max_seq_length or load_kwargs:
         raise ValueError("pooling, max_seq_length and load options are the SentenceEmbedder's own: give a model")
       embedder = model
     else:
-      embedder = calibrated_lib.sentence_embedder(model, pooling or (st.pooling if st else settings.POOLING),
-                                                  max_seq_length or (st and st.max_seq_length), load_kwargs)
+      with encoder_folder.loading_errors(saved, named_by_folder=True) if saved else contextlib.nullcontext():
+        embedder = calibrated_lib.sentence_embedder(model, pooling or (st.pooling if st else settings.POOLING),
+                                                    max_seq_length or (st and st.max_seq_length), load_kwargs)
     codes = sentence_codes.SentenceCodes(bool(st and st.normalize) if normalize is None else bool(normalize),
                                          truncate_dim)
     super().__init__(calibrated_lib.CalibratedEmbedder(embedder, batch_size, cache_dir), codes,
@@ -85,6 +97,8 @@ class SentenceEncoder(st_api.StApi):
                      similarity_fn_name or (st and st.similarity_fn_name) or None, device)
     self.cache_dir = cache_dir
     self.calibration = calibration
+    if saved and calibration is None:
+      self.load_calibration(saved)
 
   @classmethod
   def from_pretrained(cls, model=presets.DEFAULT, pooling=None, max_seq_length=None,
@@ -270,13 +284,9 @@ class SentenceEncoder(st_api.StApi):
       errors.UserError: a missing, broken or unreadable file, or a SavedModel named without the opt-in (one line
         naming the file); ValueError: the model found is not the one saved (one line naming both).
     """
-    info = encoder_folder.read_info(path)
     with encoder_folder.loading_errors(path, named_by_folder=model is None):
-      if model is None:
-        model = encoder_folder.model_of(path, info["model"], trust_saved_model)
-      encoder = cls.from_pretrained(model, batch_size=batch_size, cache_dir=cache_dir,
-                                    **encoder_folder.constructor_settings(info, model))
-    encoder.normalize = info.get("normalize", encoder.normalize)
+      model, folder = encoder_folder.saved_model_and_settings(path, model, trust_saved_model)
+      encoder = cls(model, batch_size=batch_size, cache_dir=cache_dir, **folder)
     return encoder.load_calibration(path)
 
   def load_calibration(self, path):

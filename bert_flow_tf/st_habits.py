@@ -8,11 +8,9 @@ A word of SentenceTransformer's constructor is taken where it has a meaning here
 and what to do instead) where it has none: nothing is downloaded, and nothing a model folder ships is run.
 """
 import contextlib
-import os
 
 import tensorflow as tf
 
-from bert_flow_tf import encoder_folder
 
 # Constructor words with no meaning here -> what to do instead.
 REFUSED = {
@@ -25,32 +23,26 @@ REFUSED = {
     "tokenizer_kwargs": "the tokenizer is the model's vocab.txt: give vocab_file= or do_lower_case=",
     "processor_kwargs": "the tokenizer is the model's vocab.txt: give vocab_file= or do_lower_case=",
     "use_auth_token": "nothing is downloaded: pass a local model directory",
-    "model_card_data": "no model card is written: save() writes encoder.json, which names the model and pooling",
+    "model_card_data": "no model card is written: save() writes sentence_encoder.json, which names the model and pooling",
     "config_kwargs": "the config is read from the model directory: edit its config.json",
     "modules": "the modules are a BERT and a named pooling: give pooling=",
     "backend": "the backend is TensorFlow: export(dir) writes SavedModels for serving",
 }
 
 
-def constructor_words(model, kwargs):
-  """Splits sentence-transformers' constructor words off `kwargs`, checks `model`; returns (device, load kwargs).
+def constructor_words(kwargs):
+  """Splits sentence-transformers' constructor words off `kwargs`; returns (device, load kwargs).
 
   Args:
-    model: what SentenceEncoder was given.
     kwargs: dict, its other keywords; `device` (one device name, as `to`) and `trust_remote_code` (False, or True
       where nothing it would allow exists: a model directory is read as weights) are taken.
 
   Raises:
-    ValueError: in one line, a refused word, trust_remote_code=True, a bad device, or `model` a folder that
-      SentenceEncoder.save wrote (SentenceEncoder.load reads it).
+    ValueError: in one line, a refused word, trust_remote_code=True or a bad device.
   """
   for word, instead in REFUSED.items():
     if word in kwargs:
       raise ValueError(f"{word}= is sentence-transformers' and has no meaning here: {instead}")
-  if isinstance(model, (str, os.PathLike)) and os.path.isfile(os.path.join(model, encoder_folder.INFO_FILE)):
-    raise ValueError(f"{os.fspath(model)} is a folder SentenceEncoder.save wrote: load it with "
-                     f"SentenceEncoder.load({os.fspath(model)!r}) (a SavedModel it names runs only with "
-                     "trust_saved_model=True; docs/security.md)")
   kwargs = dict(kwargs)
   if kwargs.pop("trust_remote_code", False):
     raise ValueError("trust_remote_code=True: this package runs no code from a model directory, it reads the "

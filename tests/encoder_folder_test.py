@@ -67,12 +67,13 @@ def test_load_refuses_a_saved_model_the_folder_names_and_never_runs_it(tmp_path,
   elsewhere = tmp_path / "elsewhere"
   elsewhere.mkdir()
   monkeypatch.chdir(elsewhere)  # the relative name resolves against the folder, not here
-  with pytest.raises(errors.UserError) as refused:
-    SentenceEncoder.load(folder)
-  message = str(refused.value)
-  assert "\n" not in message and message.startswith(os.path.join(folder, encoder_folder.INFO_FILE))
-  assert "trust_saved_model=True" in message and f"model={os.path.join(folder, 'planted')!r}" in message
-  assert not target.exists()
+  for make in (SentenceEncoder.load, SentenceEncoder, SentenceEncoder.from_pretrained):
+    with pytest.raises(errors.UserError) as refused:
+      make(folder)
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(os.path.join(folder, encoder_folder.INFO_FILE))
+    assert "trust_saved_model=True" in message and f"model={os.path.join(folder, 'planted')!r}" in message
+    assert not target.exists()
   # An absolute path to a SavedModel elsewhere is refused the same way.
   other = _saved_folder(tmp_path / "other", str(tmp_path / "downloaded" / "planted"))
   with pytest.raises(errors.UserError, match="trust_saved_model=True"):

@@ -1,12 +1,14 @@
 """sentence-transformers' habits with a model object (bert_flow_tf/st_habits.py; tokenizer and save_pretrained in
 sentence_encoder.py, get_embedding_dimension in st_api.py): constructor words taken or refused in one line,
 device/to/eval, tokenizer, get_embedding_dimension, save_pretrained, a saved folder."""
+import numpy as np
 import pytest
 
 from bert_flow_tf import SentenceEncoder
 from bert_flow_tf import st_habits
 from bert_flow_tf.modeling.tokenizer import BertTokenizer
 from tests import tiny_runs
+from tests.embedding.tiny_model import SENTENCES
 
 
 @pytest.fixture(scope="module", name="tiny_dir")
@@ -39,12 +41,18 @@ def test_trust_remote_code_true_is_refused(tiny_dir):
     SentenceEncoder.from_pretrained(tiny_dir, trust_remote_code=True)
 
 
-def test_save_pretrained_writes_a_folder_that_load_reads_and_the_constructor_points_to_load(tiny_dir, tmp_path):
-  enc = SentenceEncoder(tiny_dir, max_seq_length=16, truncate_dim=8)
+def test_save_pretrained_writes_a_folder_that_load_and_the_constructor_read(tiny_dir, tmp_path):
+  enc = SentenceEncoder(tiny_dir, max_seq_length=16, truncate_dim=8, similarity_fn_name="dot", prompts={"q": "a "})
+  enc.fit(SENTENCES, method="whitening")
   enc.save_pretrained(str(tmp_path / "saved"))
-  for make in (SentenceEncoder, SentenceEncoder.from_pretrained):
-    with pytest.raises(ValueError, match=r"is a folder SentenceEncoder.save wrote: load it with SentenceEncoder.load"
-                                         r"\(.*trust_saved_model=True"):
-      make(str(tmp_path / "saved"))
-  loaded = SentenceEncoder.load(str(tmp_path / "saved"))
-  assert (loaded.truncate_dim, loaded.get_embedding_dimension()) == (8, 8)
+  want = enc.encode(SENTENCES[:3], precision="int8")
+  for loaded in (SentenceEncoder.load(str(tmp_path / "saved")), SentenceEncoder(str(tmp_path / "saved")),
+                 SentenceEncoder.from_pretrained(tmp_path / "saved")):
+    assert (loaded.truncate_dim, loaded.get_embedding_dimension(), loaded.max_seq_length) == (8, 8, 16)
+    assert (loaded.similarity_fn_name, loaded.prompts, loaded.calibration.method) == ("dot", {"q": "a "}, "whitening")
+    np.testing.assert_array_equal(loaded.encode(SENTENCES[:3], precision="int8"), want)
+  # As sentence-transformers' constructor: a keyword given wins over the folder's setting.
+  wider = SentenceEncoder(str(tmp_path / "saved"), truncate_dim=12, similarity_fn_name="cosine")
+  assert (wider.get_embedding_dimension(), wider.similarity_fn_name) == (12, "cosine")
+  with pytest.raises(ValueError, match="was saved from .*pooling last-avg.* not from this encoder's .*pooling cls"):
+    SentenceEncoder(str(tmp_path / "saved"), pooling="cls")
