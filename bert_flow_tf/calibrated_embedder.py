@@ -9,9 +9,11 @@ Legend: n = sentences, D = the pooling's width, D' = the calibrated width.
 import numpy as np
 
 from bert_flow_tf import loaders
+from bert_flow_tf import text_inputs
 from bert_flow_tf.calibration import calibrator
 from bert_flow_tf.calibration import store_stream
 from bert_flow_tf.data import pairs as pairs_lib
+from bert_flow_tf.embedding import settings
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.embedding.store import EmbeddingStore
 from bert_flow_tf.modeling import pooling as pooling_lib
@@ -83,12 +85,9 @@ class CalibratedEmbedder:
   def raw(self, sentences, batch_size=None, show_progress_bar=None):
     """The pooled BERT vectors before any calibration: a list of n str -> np.float32 [n, D]; warns when sentences
     were cut to max_seq_length tokens, once per sentence (`SentenceEmbedder.warn_cut`)."""
-    sentences = list(sentences)
-    for i, sentence in enumerate(sentences):
-      if not isinstance(sentence, str):
-        raise ValueError(f"sentences must be str; item {i} is {type(sentence).__name__}: {sentence!r}")
+    sentences = text_inputs.sentence_list(sentences)
     self.embedder.warn_cut(sentences)
-    self.store.batch_size = batch_size or self.batch_size
+    self.store.batch_size = settings.batch_for(batch_size, self.batch_size)
     return self.store.vectors(sentences, self.embedder.pooling_spec, show_progress_bar)
 
   def embed(self, texts, batch_size=None, show_progress_bar=None):
@@ -98,7 +97,7 @@ class CalibratedEmbedder:
 
   def token_outputs(self, texts, batch_size=None):
     """Per sentence (inputs dict, float32 [S_i, H]): `SentenceEmbedder.token_outputs`."""
-    return self.embedder.token_outputs(texts, batch_size or self.batch_size)
+    return self.embedder.token_outputs(texts, settings.batch_for(batch_size, self.batch_size))
 
   def fit(self, sentences, method, fit_config, from_store=False):
     """A calibration of `method` (calibrator.fit) fitted on the raw vectors of `sentences`: a list of N >= 2 str,

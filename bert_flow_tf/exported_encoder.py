@@ -87,12 +87,13 @@ class SavedModelEmbedder:
   """
 
   def __init__(self, text_model, dim, max_seq_length, batch_size):
-    self.text_model, self.dim, self.max_seq_length, self.batch_size = text_model, dim, max_seq_length, batch_size
+    self.text_model, self.dim, self.max_seq_length = text_model, dim, max_seq_length
+    self.batch_size = settings.check_batch_sentences("batch_size", batch_size)
 
   def embed(self, texts, batch_size=None, show_progress_bar=None):
     """np.float32 [n, D] of a list of n str through the text model (no progress line)."""
     del show_progress_bar  # unused
-    return encode_with_saved_model(self.text_model, texts, batch_size or self.batch_size)
+    return encode_with_saved_model(self.text_model, texts, settings.batch_for(batch_size, self.batch_size))
 
   def token_outputs(self, texts, batch_size=None):
     raise ValueError("an export serves sentence vectors only: output_value must be 'sentence_embedding'")

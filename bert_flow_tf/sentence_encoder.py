@@ -30,6 +30,7 @@ from bert_flow_tf import encoder_export
 from bert_flow_tf import encoder_folder
 from bert_flow_tf import st_api
 from bert_flow_tf import st_habits
+from bert_flow_tf import text_inputs
 from bert_flow_tf.calibration import flow_fitting
 from bert_flow_tf.embedding import settings
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
@@ -172,7 +173,7 @@ class SentenceEncoder(st_api.StApi):
 
   def tokenize(self, texts):
     """The model's inputs for `texts` (str or list), packed to the longest: dict packing.INPUT_NAMES -> int32 [n, S]."""
-    texts = st_api.texts_of(texts) or []
+    texts = text_inputs.sentence_list(texts)
     pieces = self.embedder.tokenizer.tokenize(tf.constant(texts, tf.string))
     return packing.pack_to_longest(self.embedder.tokenizer, pieces)
 

@@ -28,22 +28,12 @@ from absl import logging
 from bert_flow_tf import search
 from bert_flow_tf import similarity as similarity_lib
 from bert_flow_tf import st_habits
+from bert_flow_tf import text_inputs
+from bert_flow_tf.embedding import settings
 from bert_flow_tf.quantization import st_layouts
 from bert_flow_tf.utils import progress
 
 OUTPUT_VALUES = ("sentence_embedding", "token_embeddings", None)
-
-
-def texts_of(value):
-  """A str, list/tuple of str or numpy string array -> list of str (an empty list or tuple: no sentences);
-  anything else -> None (vectors)."""
-  if isinstance(value, str):
-    return [value]
-  if isinstance(value, np.ndarray) and value.dtype.kind in "US":
-    return [str(v) for v in value.reshape(-1)]
-  if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-    return [str(v) for v in value]
-  return None
 
 
 def _inputs(inputs, kwargs):
@@ -101,7 +91,7 @@ class StApi(st_habits.Devices):
 
   @batch_size.setter
   def batch_size(self, value):
-    self.calibrated_embedder.batch_size = value
+    self.calibrated_embedder.batch_size = settings.check_batch_sentences("batch_size", value)
 
   @property
   def truncate_dim(self):
@@ -138,7 +128,7 @@ class StApi(st_habits.Devices):
     for_cosine: the vectors are only scored by cosine, so a model's Normalize step is skipped (it changes no cosine
     and would round the scores differently).
     """
-    texts = texts_of(texts_or_vectors)
+    texts = text_inputs.texts_of(texts_or_vectors)
     if texts is None:
       return np.atleast_2d(np.asarray(texts_or_vectors, np.float32))
     prompt = self._prompt(None, None)
@@ -240,11 +230,7 @@ class StApi(st_habits.Devices):
     if output_value not in OUTPUT_VALUES:
       raise ValueError(f"output_value {output_value!r} is not one of {OUTPUT_VALUES}")
     single = isinstance(sentences, str)
-    texts = texts_of(sentences)
-    texts = list(sentences) if texts is None else texts
-    for i, text in enumerate(texts):
-      if not isinstance(text, str):
-        raise ValueError(f"sentences must be str; item {i} is {type(text).__name__}: {text!r}")
+    texts = text_inputs.sentence_list(sentences)
     prompt = self._prompt(prompt_name, prompt)
     if prompt:
       texts = [prompt + text for text in texts]

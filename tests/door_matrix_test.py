@@ -124,3 +124,14 @@ def test_a_damaged_export_info_is_one_line_naming_the_file(tmp_path, text):
   (tmp_path / "export_info.json").write_text(text)
   with pytest.raises(errors.UserError, match="export_info.json"):
     bert_flow_tf.ExportedEncoder(str(tmp_path))
+
+
+def test_bad_sentences_and_batch_sizes_are_one_line_on_the_exported_encoder(doors, exported):
+  for inputs, message in ((5, "sentences must be a str or a list of str, got int"),
+                          (["a man", None], "sentences must be str; item 1 is NoneType: None")):
+    with pytest.raises(ValueError, match=message):
+      exported.encode(inputs)
+  with pytest.raises(ValueError, match="batch_size must be an integer >= 1, got -1"):
+    exported.encode(BATCH, batch_size=-1)  # a negative step read no batch: [0, D] for 6 sentences
+  with pytest.raises(ValueError, match="batch_size must be an integer >= 1, got 0"):
+    bert_flow_tf.ExportedEncoder(doors["export"], batch_size=0)

@@ -97,11 +97,22 @@ def test_refusals_are_one_line(enc):
            (dict(device=["cpu", "cpu"]), "multi-process encoding over a list of devices is not supported"),
            (dict(pool={}), "multi-process encoding"),
            (dict(show_progress_bar="yes"), "show_progress_bar must be True, False or None"),
-           (dict(batch_sizes=3), r"encode got keyword arguments it does not use: \['batch_sizes'\]")]
+           (dict(batch_sizes=3), r"encode got keyword arguments it does not use: \['batch_sizes'\]"),
+           (dict(batch_size=0), "batch_size must be an integer >= 1, got 0"),
+           (dict(batch_size=2.5), "batch_size must be an integer >= 1, got 2.5")]
   for kwargs, message in cases:
     with pytest.raises(ValueError, match=message) as refused:
       enc.encode(["a man"], **kwargs)
     assert "\n" not in str(refused.value)
+  for inputs, message in ((5, "sentences must be a str or a list of str, got int"),
+                          ({"text": "a man"}, "sentences must be a str or a list of str, got dict"),
+                          (["a man", None], "sentences must be str; item 1 is NoneType: None")):
+    for call in (enc.encode, enc.encode_raw, enc.tokenize):
+      with pytest.raises(ValueError, match=message):
+        call(inputs)
+  assert enc.encode(s for s in ["a man", "a dog"]).shape == (2, 16)  # any iterable of str
+  with pytest.raises(ValueError, match="batch_size must be an integer >= 1, got -1"):
+    enc.batch_size = -1
   np.testing.assert_array_equal(enc.encode(["a man"], device="cpu"), enc.encode(["a man"], device="/CPU:0"))
   for top_k in (0, -1, 2.5, True):
     with pytest.raises(ValueError, match=f"top_k must be an int >= 1, got {top_k!r}"):

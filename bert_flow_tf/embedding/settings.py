@@ -22,3 +22,8 @@ def check_max_seq_length(name, value, max_position_embeddings=None):
 
 
 check_batch_sentences = checks.positive_int
+
+
+def batch_for(batch_size, default):
+  """A call's sentences per batch: `batch_size`, checked (check_batch_sentences), or `default` for None."""
+  return default if batch_size is None else check_batch_sentences("batch_size", batch_size)
