@@ -18,6 +18,7 @@ import os
 from bert_flow_tf.quantization import binary_search_model
 from bert_flow_tf.quantization import graph_quantizer
 from bert_flow_tf.quantization import hamming_search
+from bert_flow_tf.quantization import truncation
 from bert_flow_tf.serving import export as export_lib
 from bert_flow_tf.serving import graph_calibration
 from bert_flow_tf.serving import litert as litert_lib
@@ -47,9 +48,16 @@ def export(calibrated_embedder, sentence_codes, export_dir, version=1, overwrite
     dict: "text", "ids", "search" or "binary_search" (with a corpus) (SavedModel directories), "info", "litert".
 
   Raises:
-    ValueError: an empty corpus, an unknown search or precision, truncate_dim out of 1..D.
+    ValueError: an empty corpus, an unknown search or precision, truncate_dim out of 1..D or given with nothing
+      to cut (no binary search corpus, no LiteRT files).
   """
   hamming_search.check_search_precision(search)
+  if truncate_dim is not None:
+    truncation.check(truncate_dim, calibrated_embedder.dim)
+    if not litert and (corpus is None or search != "binary"):
+      raise ValueError("truncate_dim cuts the binary search's corpus (corpus= with search='binary') and the LiteRT "
+                       "files (litert=True); the text model returns every dimension, which "
+                       "ExportedEncoder.encode(truncate_dim=) cuts as encode does")
   if isinstance(corpus, (str, os.PathLike)):
     corpus = io_utils.read_lines(os.fspath(corpus))
   embedder, codes = calibrated_embedder.embedder, sentence_codes

@@ -109,12 +109,21 @@ def test_the_text_model_through_tf_servings_v1_loader(doors):
 
 
 @pytest.mark.parametrize("width", [-3, 0, 17])
-def test_truncate_dim_out_of_range_is_one_line_on_every_door(doors, exported, width):
+def test_truncate_dim_out_of_range_is_one_line_on_every_door(doors, exported, width, tmp_path):
   match = rf"^truncate_dim must be an int in 1..16 \(the embedding width\), got {width}$"
   for call in (lambda: doors["enc"].encode(BATCH, truncate_dim=width),
-               lambda: exported.encode(BATCH, truncate_dim=width, precision="int8")):
+               lambda: exported.encode(BATCH, truncate_dim=width, precision="int8"),
+               lambda: doors["enc"].export(str(tmp_path / "export"), truncate_dim=width)):
     with pytest.raises(ValueError, match=match):
       call()
+  assert not (tmp_path / "export").exists()  # refused before anything is written
+
+
+def test_export_refuses_a_truncate_dim_with_nothing_to_cut(doors, tmp_path):
+  for kwargs in ({}, {"corpus": BATCH}):  # the text model returns every dimension; a float32 corpus is searched whole
+    with pytest.raises(ValueError, match=r"^truncate_dim cuts the binary search's corpus .* and the LiteRT files"):
+      doors["enc"].export(str(tmp_path / "export"), truncate_dim=5, **kwargs)
+  assert not (tmp_path / "export").exists()
 
 
 @pytest.mark.parametrize("text", ['{"dim": 16,', '[1, 2]', '{"dim": 16, "int8_ranges": [[1, 2]]}',
