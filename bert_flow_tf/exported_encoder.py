@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from bert_flow_tf import search
 from bert_flow_tf import st_api
+from bert_flow_tf import text_inputs
 from bert_flow_tf.embedding import settings
 from bert_flow_tf.quantization import binary_search_model
 from bert_flow_tf.quantization import hamming_search
@@ -145,14 +146,19 @@ class ExportedEncoder(st_api.StApi):
   def max_seq_length(self):
     return self.calibrated_embedder.max_seq_length
 
-  def search(self, queries, k=10, precision="float32", candidates=None, nprobe=None):
+  @property
+  def search_precisions(self):
+    """tuple of str, the search models the export holds: "float32" (search/) before "binary" (binary_search/)."""
+    return tuple(p for p, model in (("float32", self.search_model), ("binary", self.binary_search_model)) if model)
+
+  def search(self, queries, k=10, precision=None, candidates=None, nprobe=None):
     """The export's corpus searched in its graph: top-k by cosine (precision "float32", search/<version>), or by
     Hamming distance with int8 rescoring of `candidates` ("binary", binary_search/<version>).
 
     Args:
       queries: str or list of n str.
       k: int >= 1.
-      precision: "float32" or "binary".
+      precision: "float32", "binary", or None: the search model the export has (float32 when it has both).
       candidates: int >= k or None (`hamming_search.candidates_for`), the Hamming-nearest rescored (binary).
       nprobe: int >= 1, the lists of an inverted-file index probed (binary, its "search_probe" signature); None:
         the export's default.
@@ -161,13 +167,15 @@ class ExportedEncoder(st_api.StApi):
       list of n lists of {"corpus_id": int, "score": float, "sentence": str}, best first.
     """
     search.check_top_k(k, "k")
-    hamming_search.check_search_precision(precision)
+    held = self.search_precisions
+    if not held:
+      raise ValueError("this export has no corpus to search: export it with SentenceEncoder.export(..., corpus=...)")
+    precision = held[0] if precision is None else hamming_search.check_search_precision(precision)
+    if precision not in held:
+      raise ValueError(f"this export's corpus is searched in {held[0]} only: pass precision={held[0]!r}, or export "
+                       f"it with search={precision!r}")
     model = self.search_model if precision == "float32" else self.binary_search_model
-    if model is None:
-      how = "corpus=..." if precision == "float32" else 'corpus=..., search="binary"'
-      raise ValueError(f"this export has no {precision} search model: export it with SentenceEncoder.export(..., "
-                       f"{how})")
-    queries = [queries] if isinstance(queries, str) else list(queries)
+    queries = text_inputs.sentence_list(queries)
     inputs = {"queries": tf.constant(queries, tf.string), "k": tf.constant(k, tf.int32)}
     signature = "serving_default"
     if precision == "binary":

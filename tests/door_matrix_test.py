@@ -144,3 +144,8 @@ def test_bad_sentences_and_batch_sizes_are_one_line_on_the_exported_encoder(door
     exported.encode(BATCH, batch_size=-1)  # a negative step read no batch: [0, D] for 6 sentences
   with pytest.raises(ValueError, match="batch_size must be an integer >= 1, got 0"):
     bert_flow_tf.ExportedEncoder(doors["export"], batch_size=0)
+
+
+def test_search_on_an_export_without_a_corpus_is_one_line(exported):
+  with pytest.raises(ValueError, match=r"^this export has no corpus to search: export it with "):
+    exported.search("a man")

@@ -49,8 +49,7 @@ class ServedExport:
     self._serve_counted = signatures.get(export.TOKEN_COUNTS_SIGNATURE)  # None: an export written before it
     ranged = RANGED if self.encoder.int8_ranges is not None else ()
     self.precisions = ("float32",) + ranged + ("binary", "ubinary")
-    self.search_precisions = tuple(p for p, model in (("float32", self.encoder.search_model),
-                                                      ("binary", self.encoder.binary_search_model)) if model)
+    self.search_precisions = self.encoder.search_precisions
     vocab = os.path.join(export_dir, "text", str(self.encoder.version), "assets", "vocab.txt")
     self._tokenizer = BertTokenizer(vocab, self.encoder.info["do_lower_case"], self.max_seq_length)
 

@@ -254,7 +254,9 @@ def test_an_encoders_corpus_exports_block_by_block_and_exported_encoder_searches
   out = served.text_model.signatures["serving_default"](sentences=tf.constant(queries))
   np.testing.assert_array_equal(out["embeddings_int8"].numpy(),
                                 st_layouts.quantize_embeddings(out["embeddings"].numpy(), "int8", ranges=ranges))
-  with pytest.raises(ValueError, match="no float32 search model"):
+  assert served.search(queries, k=3, candidates=8) == got  # precision None: the export's one search model
+  with pytest.raises(ValueError, match=r"^this export's corpus is searched in binary only: pass precision='binary', "
+                                       r"or export it with search='float32'$"):
     served.search(queries, precision="float32")
   with pytest.raises(ValueError, match="nprobe needs a binary search export with an inverted-file index"):
     served.search(queries, precision="binary", nprobe=2)                 # 23 sentences: the exact scan
