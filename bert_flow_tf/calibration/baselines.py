@@ -24,6 +24,7 @@ import re
 import zipfile
 
 import numpy as np
+from absl import logging
 
 from bert_flow_tf.calibration import decompositions
 from bert_flow_tf.utils import errors
@@ -117,6 +118,11 @@ class Whitening(_Calibration):
     return self.mu.shape[0]
 
   def _fit(self, x, shared):
+    if len(x) <= x.shape[1] and (self.k is None or self.k >= len(x)):
+      logging.warning("%s fitted on %d vectors of width %d: their covariance has rank < %d, so the directions past "
+                      "the first %d are scaled up from rounding noise; fit on more sentences than dimensions, or "
+                      "keep fewer directions (whitening-K, K < %d)", self.name, len(x), x.shape[1], len(x), len(x) - 1,
+                      len(x))
     self._fit_svd(*shared.get("whitening", lambda: decompositions.moments_svd(
         x.mean(axis=0), np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1]))))
 

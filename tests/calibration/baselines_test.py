@@ -27,6 +27,17 @@ def test_whitening_k_keeps_top_directions():
   np.testing.assert_allclose(np.abs(y), np.abs(full[:, :3]), atol=1e-9)
 
 
+def test_whitening_on_fewer_vectors_than_dimensions_warns_unless_k_fits(caplog):
+  x = _anisotropic(n=6)
+  for name, warned in (("whitening", True), ("whitening-6", True), ("whitening-5", False)):
+    caplog.clear()
+    baselines.make_baseline(name).fit(x)
+    assert ("fitted on 6 vectors of width 8: their covariance has rank < 6" in caplog.text) == warned, name
+  caplog.clear()
+  baselines.Whitening().fit(_anisotropic(n=9))
+  assert not caplog.text
+
+
 def test_sn_constant_column_stays_finite():
   x = _anisotropic()
   x[:, 2] = 0.7
