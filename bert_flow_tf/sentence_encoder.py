@@ -13,8 +13,7 @@ It is made of two parts, each with its contract, that st_api.StApi's sentence-tr
                         the calibration (`calibration.calibrator`: a flow or a baseline): sentences -> vectors [n, D]
   sentence_codes        quantization.sentence_codes.SentenceCodes: Normalize, truncate_dim, the calibration's
                         truncation order and int8 ranges: vectors -> what `encode` returns, codes included
-and hands them, as values, to encoder_folder (save and load, the fingerprint), encoder_export (export) and
-quantization.code_search (semantic_search at a precision).
+and hands them, as values, to encoder_folder (save and load, the fingerprint) and encoder_export (export).
 
 Legend: n, m = sentences, D = the (calibrated) embedding width.
 """
@@ -37,7 +36,6 @@ from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.loaders import presets
 from bert_flow_tf.loaders import st_folder
 from bert_flow_tf.modeling import packing
-from bert_flow_tf.quantization import code_search
 from bert_flow_tf.quantization import sentence_codes
 
 
@@ -211,17 +209,6 @@ class SentenceEncoder(st_api.StApi):
                                      **{name: value for name, value in given.items() if value is not None})
     self.calibration = self.calibrated_embedder.fit(sentences, method, fit_config, from_store)
     return self
-
-  def semantic_search(self, queries, corpus, top_k=10, precision="float32", rescore=True, candidates=None,
-                      num_lists=0, nprobe=None):
-    """As st_api.StApi.semantic_search; precision="binary": `code_search.semantic_search` of the vectors `encode`
-    gives for cosine and the int8 ranges cut alike (rescore, candidates, num_lists, nprobe: its; None: its
-    defaults)."""
-    if precision != "float32":
-      return code_search.semantic_search(self.vectors_of(queries, True), self.vectors_of(corpus, True), top_k,
-                                         precision, rescore, candidates, self.sentence_codes.kept_ranges(),
-                                         num_lists, nprobe)
-    return super().semantic_search(queries, corpus, top_k)
 
   def export(self, export_dir, version=1, overwrite=False, corpus=None, search="float32", truncate_dim=None,
              precisions=(), litert=False, num_lists=0):

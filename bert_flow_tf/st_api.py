@@ -2,8 +2,8 @@
 
 `StApi` gives both encoders `encode` in sentence-transformers' signature, `encode_query` / `encode_document`,
 prompts, `truncate_dim`, `get_sentence_embedding_dimension`, `similarity_fn_name`, `similarity`,
-`similarity_pairwise`, `semantic_search` (and `device`, `to`, `eval`: st_habits.Devices), over two parts each
-encoder gives its constructor:
+`similarity_pairwise`, `semantic_search` (at a precision: quantization.code_search) (and `device`, `to`, `eval`:
+st_habits.Devices), over two parts each encoder gives its constructor:
 
   calibrated_embedder   sentences -> the calibrated vectors, with
                           dim: int D; max_seq_length: int; batch_size: int (read and set)
@@ -30,6 +30,8 @@ from bert_flow_tf import similarity as similarity_lib
 from bert_flow_tf import st_habits
 from bert_flow_tf import text_inputs
 from bert_flow_tf.embedding import settings
+from bert_flow_tf.quantization import code_search
+from bert_flow_tf.quantization import hamming_search
 from bert_flow_tf.quantization import st_layouts
 from bert_flow_tf.utils import progress
 
@@ -153,19 +155,25 @@ class StApi(st_habits.Devices):
     cosine = self.similarity_fn_name == "cosine"
     return similarity_lib.pairwise(self.similarity_fn_name, self.vectors_of(a, cosine), self.vectors_of(b, cosine))
 
-  def semantic_search(self, queries, corpus, top_k=10):
-    """Exact cosine top-k of each query in the corpus (search.semantic_search).
+  def semantic_search(self, queries, corpus, top_k=10, precision="float32", rescore=True, candidates=None,
+                      num_lists=0, nprobe=None):
+    """Top-k of each query in the corpus: exact cosine (precision "float32", search.semantic_search), or the binary
+    search of `code_search.semantic_search` ("binary") with the int8 ranges cut as `encode` cuts.
 
     Args:
       queries: str, list of n str, numpy string array, or vectors float [n, D].
       corpus: the same, m of them (encode a large corpus once and pass its vectors).
       top_k: int >= 1.
+      precision, rescore, candidates, num_lists, nprobe: `code_search.semantic_search`'s (None: its defaults).
 
     Returns:
       list of n lists of {"corpus_id": int, "score": float}, best first.
     """
     search.check_top_k(top_k)
-    return search.semantic_search(self.vectors_of(queries, True), self.vectors_of(corpus, True), top_k=top_k)
+    hamming_search.check_search_precision(precision)
+    return code_search.semantic_search(self.vectors_of(queries, True), self.vectors_of(corpus, True), top_k,
+                                       precision, rescore, candidates, self.sentence_codes.kept_ranges(),
+                                       num_lists, nprobe)
 
   def _prompt(self, prompt_name, prompt):
     """The text to put before each sentence, as sentence-transformers picks it; None for none."""

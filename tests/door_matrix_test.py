@@ -149,3 +149,12 @@ def test_bad_sentences_and_batch_sizes_are_one_line_on_the_exported_encoder(door
 def test_search_on_an_export_without_a_corpus_is_one_line(exported):
   with pytest.raises(ValueError, match=r"^this export has no corpus to search: export it with "):
     exported.search("a man")
+
+
+def test_semantic_search_at_each_precision_is_the_same_from_the_exported_encoder(doors, exported):
+  for precision in ("float32", "binary"):
+    want = doors["enc"].semantic_search(BATCH[:3], SENTENCES, top_k=4, precision=precision, candidates=8)
+    got = exported.semantic_search(BATCH[:3], SENTENCES, top_k=4, precision=precision, candidates=8)
+    assert [[h["corpus_id"] for h in row] for row in got] == [[h["corpus_id"] for h in row] for row in want]
+    np.testing.assert_allclose([[h["score"] for h in row] for row in got],
+                               [[h["score"] for h in row] for row in want], atol=1e-5)

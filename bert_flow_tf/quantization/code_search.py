@@ -34,11 +34,11 @@ def semantic_search(query_vectors, corpus_vectors, top_k=10, precision="float32"
   """
   hamming_search.check_search_precision(precision)
   if precision == "float32":
-    return search.semantic_search(query_vectors, corpus_vectors, top_k)
+    return search.semantic_search(query_vectors, corpus_vectors, top_k=top_k)
   corpus_vectors = np.asarray(corpus_vectors, np.float32)
   candidates = hamming_search.candidates_for(top_k, candidates)
   if not len(corpus_vectors):
-    return search.semantic_search(query_vectors, corpus_vectors, top_k)  # no vectors: an empty list per query
+    return search.semantic_search(query_vectors, corpus_vectors, top_k=top_k)  # no vectors: an empty list per query
   if ranges is None:
     ranges = int8_ranges.fit_ranges(corpus_vectors)
   codes = corpus_codes.CorpusCodes.of(corpus_vectors, ranges)

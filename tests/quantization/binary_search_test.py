@@ -129,6 +129,12 @@ def test_bad_k_is_one_line(top_k, candidates, message):
     hamming_search.search_codes(x[:2], corpus_codes.CorpusCodes.of(x, int8_ranges.fit_ranges(x)), top_k, candidates)
 
 
+def test_each_precision_answers_top_k_hits():
+  x = np.random.default_rng(4).normal(size=[20, 8]).astype(np.float32)
+  for precision in ("float32", "binary"):  # float32's top_k once went to search.semantic_search's query_chunk_size
+    assert [len(row) for row in code_search.semantic_search(x[:2], x, top_k=3, precision=precision)] == [3, 3]
+
+
 def test_an_empty_corpus_finds_nothing_for_each_query():
   q = np.ones([2, 8], np.float32)
   ranges = np.array([[-1.] * 8, [1.] * 8], np.float32)
