@@ -1,10 +1,16 @@
 """Shared test setup: two logical CPU devices, paths to the real data and the packaged MiniLM weights."""
 import os
 import pathlib
+import sys
 
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Cache the bytecode of the modules imported from here on (the package's and pytest's rewritten tests, in the
+# gitignored __pycache__/) even where PYTHONDONTWRITEBYTECODE is set: without it every test process, and every
+# subprocess a test starts, compiles them again (4 to 5 s a process here). A stale file is never read: Python
+# checks each one against its source.
+sys.dont_write_bytecode = False
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 # Where the evaluation data is looked for, first match wins: $BERT_FLOW_DATA, the README's data/ (what
