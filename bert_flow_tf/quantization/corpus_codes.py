@@ -100,21 +100,17 @@ class CorpusCodes:
 
     Args:
       rotation: orthogonal float [D', D'] (the identity: the centred codes' own sign bits); None: `sign_rotation.fit`
-        on a uniform sample of SAMPLE_ROWS codes read back and centred (drawn with `seed`); the identity for an
-        empty corpus (nothing to fit on).
+        on a uniform sample of SAMPLE_ROWS codes read back and centred (drawn with `seed`).
     """
-    if self.filled != len(self.codes):
-      raise ValueError(f"a corpus of {len(self.codes)} vectors has {self.filled} filled")
-    if rotation is None and not self.filled:
-      rotation = np.eye(self.dim)
+    if self.filled != len(self.codes) or not self.filled:
+      raise ValueError(f"a corpus of {len(self.codes)} vectors (at least one) has {self.filled} filled")
     if rotation is None:
       sample = np.random.default_rng(seed).choice(self.filled, size=min(self.filled, sign_rotation.SAMPLE_ROWS),
                                                   replace=False)
       rotation = sign_rotation.fit(dequantize(self.codes[np.sort(sample)], self.ranges) - self.centre, seed=seed)
     self.rotation = np.asarray(rotation, np.float32)
     self.words = np.concatenate([sign_words(dequantize(self.codes[s:s + BLOCK_ROWS], self.ranges), self.centre,
-                                            self.rotation) for s in range(0, self.filled, BLOCK_ROWS)]
-                                or [np.zeros([0, num_words(self.dim)], np.int64)])
+                                            self.rotation) for s in range(0, self.filled, BLOCK_ROWS)])
     return self
 
   @classmethod
