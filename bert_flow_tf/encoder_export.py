@@ -7,6 +7,9 @@ it too):
   <export_dir>/binary_search/<version>   with a corpus and search="binary": quantization.binary_search_model
   <export_dir>/litert/                   litert=True: serving.litert
 
+written whole (serving.export_folder): in a hidden folder beside export_dir, export_info.json (with every file's
+SHA-256) last, then renamed onto export_dir.
+
 The calibration is in every graph (a flow, or a baseline as graph_calibration.Affine: `graph_calibration.in_graph`);
 the sentence codes give the model's Normalize, the truncation order, the int8 ranges and the default truncate_dim,
 recorded in export_info.json and cut into the binary search and LiteRT models as `encode` cuts.
@@ -20,6 +23,7 @@ from bert_flow_tf.quantization import graph_quantizer
 from bert_flow_tf.quantization import hamming_search
 from bert_flow_tf.quantization import truncation
 from bert_flow_tf.serving import export as export_lib
+from bert_flow_tf.serving import export_folder
 from bert_flow_tf.serving import graph_calibration
 from bert_flow_tf.serving import litert as litert_lib
 from bert_flow_tf.serving import search_model
@@ -35,7 +39,8 @@ def export(calibrated_embedder, sentence_codes, export_dir, version=1, overwrite
     sentence_codes: quantization.sentence_codes.SentenceCodes of its vectors.
     export_dir: str.
     version: int >= 1, TF Serving's version directory.
-    overwrite: bool, replace existing versions (SavedModels only; see serving/export.py).
+    overwrite: bool, replace an existing export whole (a folder holding anything else is refused:
+      serving/export_folder.py).
     corpus: None, a list of str, or the path of a UTF-8 file with one sentence per line.
     search: "float32" or "binary" (hamming_search.SEARCH_PRECISIONS), the corpus's search model.
     truncate_dim: int in 1..D or None: the binary search's width (None: all D) and the LiteRT files' (None: the
@@ -50,6 +55,7 @@ def export(calibrated_embedder, sentence_codes, export_dir, version=1, overwrite
   Raises:
     ValueError: an empty corpus, an unknown search or precision, truncate_dim out of 1..D or given with nothing
       to cut (no binary search corpus, no LiteRT files).
+    errors.UserError: export_dir may not be replaced.
   """
   hamming_search.check_search_precision(search)
   if truncate_dim is not None:
@@ -62,22 +68,26 @@ def export(calibrated_embedder, sentence_codes, export_dir, version=1, overwrite
     corpus = io_utils.read_lines(os.fspath(corpus))
   embedder, codes = calibrated_embedder.embedder, sentence_codes
   in_graph = graph_calibration.in_graph(calibrated_embedder.calibration)
+  export_lib.check_models(embedder, in_graph, version)
   quantizer = None
   if precisions:
     quantizer = graph_quantizer.GraphQuantizer(precisions, codes.int8_ranges, calibrated_embedder.dim)
-  paths = export_lib.export_models(embedder, in_graph, export_dir, version=version, overwrite=overwrite,
-                                   quantizer=quantizer, truncation_order=codes.truncation_order,
-                                   int8_ranges=codes.int8_ranges, normalize=codes.normalize)
-  if corpus is not None and search == "binary":
-    paths[binary_search_model.KIND] = binary_search_model.export_sentences(
-        embedder, in_graph, calibrated_embedder.embed, list(corpus), codes.int8_ranges,
-        codes.kept_indices(calibrated_embedder.dim, truncate_dim), export_dir, version, overwrite, num_lists)
-  elif corpus is not None:
-    corpus = list(corpus)
-    paths["search"] = search_model.export_search_model(embedder, in_graph, calibrated_embedder.embed(corpus), corpus,
-                                                       export_dir, version=version, overwrite=overwrite)
-  if litert:
-    truncate_dim = codes.cut(truncate_dim)
-    dims = codes.kept_indices(calibrated_embedder.dim, truncate_dim) if truncate_dim else None
-    paths["litert"] = litert_lib.export_litert(embedder, in_graph, export_dir, codes.normalize, dims, overwrite)
-  return paths
+
+  def write_parts(folder):
+    info, paths = export_lib.write_models(embedder, in_graph, folder, version, quantizer, codes.truncation_order,
+                                          codes.int8_ranges, codes.normalize)
+    if corpus is not None and search == "binary":
+      paths[binary_search_model.KIND] = binary_search_model.export_sentences(
+          embedder, in_graph, calibrated_embedder.embed, list(corpus), codes.int8_ranges,
+          codes.kept_indices(calibrated_embedder.dim, truncate_dim), folder, version, num_lists=num_lists)
+    elif corpus is not None:
+      sentences = list(corpus)
+      paths["search"] = search_model.export_search_model(embedder, in_graph, calibrated_embedder.embed(sentences),
+                                                         sentences, folder, version=version)
+    if litert:
+      cut = codes.cut(truncate_dim)
+      dims = codes.kept_indices(calibrated_embedder.dim, cut) if cut else None
+      paths["litert"] = litert_lib.export_litert(embedder, in_graph, folder, codes.normalize, dims)
+    return info, paths
+
+  return export_folder.write(export_dir, overwrite, write_parts)

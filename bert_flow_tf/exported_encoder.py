@@ -10,7 +10,9 @@ No model code runs: the vectors come from the SavedModels' signatures (tokenizer
 their graphs), so an export needs this package only for these few lines, and tensorflow-text for its ops.
 
 A SavedModel is a program: `ExportedEncoder(export_dir)` loads and runs the graphs in export_dir because the caller
-named that folder. Load only exports you trust, as you would run only code you trust (docs/security.md).
+named that folder. Load only exports you trust, as you would run only code you trust (docs/security.md). Before it
+loads one, it checks that the export is complete and unchanged (serving/export_folder.py): export_info.json, the
+export's last file, and every file it lists, with its SHA-256 (the LiteRT files too).
 
 Legend: n = sentences, D = embedding width, k = results per query.
 """
@@ -29,9 +31,8 @@ from bert_flow_tf.quantization import int8_ranges
 from bert_flow_tf.quantization import ivf_index
 from bert_flow_tf.quantization import sentence_codes
 from bert_flow_tf.quantization import truncation
-from bert_flow_tf.serving import export
+from bert_flow_tf.serving import export_folder
 from bert_flow_tf.utils import errors
-from bert_flow_tf.utils import io_utils
 
 
 def load_text_model(path):
@@ -109,6 +110,10 @@ class ExportedEncoder(st_api.StApi):
     version: int or None (the latest).
     batch_size: int, sentences per call of the text model unless `encode` is given one.
 
+  Raises:
+    errors.UserError (one line naming the folder or the file): an incomplete export (no export_info.json, or a file
+    it lists missing), a file changed since the export (another SHA-256), or a bad export_info.json.
+
   Attributes:
     calibrated_embedder (a SavedModelEmbedder), sentence_codes: its parts (st_api.StApi).
     info: dict, export_info.json (model, pooling, max_seq_length, flow, dim).
@@ -124,10 +129,8 @@ class ExportedEncoder(st_api.StApi):
   """
 
   def __init__(self, export_dir, version=None, batch_size=settings.BATCH_SENTENCES):
-    self.version = latest_version(export_dir) if version is None else version
-    info_path = os.path.join(export_dir, export.INFO_FILE)
-    self.info = io_utils.read_json_object(info_path, "no export_info.json: not an export (SentenceEncoder.export, "
-                                          "run_flow.py --export_dir)")
+    self.info = export_folder.read_info(export_dir)
+    info_path = os.path.join(export_dir, export_folder.INFO_FILE)
     if not isinstance(self.info.get("dim"), int) or isinstance(self.info.get("dim"), bool) or self.info["dim"] < 1:
       raise errors.UserError(f"'dim' must be an int >= 1, got {self.info.get('dim')!r}", info_path)
     dim, order, ranges = self.info["dim"], self.info.get("truncation_order"), self.info.get("int8_ranges")
@@ -135,12 +138,16 @@ class ExportedEncoder(st_api.StApi):
         self.info.get("normalize", False) is True, None,
         None if order is None else truncation.checked(order, dim, info_path),
         None if ranges is None else int8_ranges.checked(ranges, info_path, dim))
+    export_folder.verify(export_dir, self.info)  # complete and unchanged: before any graph is loaded
+    self.version = latest_version(export_dir) if version is None else version
+    if not export_folder.holds(self.info, f"text/{self.version}"):
+      raise errors.UserError(f"no text/{self.version} in this export (its {export_folder.INFO_FILE} lists none)",
+                             export_dir)
     self.text_model = load_text_model(os.path.join(export_dir, "text", str(self.version)))
     super().__init__(SavedModelEmbedder(self.text_model, dim, self.info.get("max_seq_length"), batch_size), codes)
-    search_dir = os.path.join(export_dir, "search", str(self.version))
-    self.search_model = tf.saved_model.load(search_dir) if os.path.isdir(search_dir) else None
-    binary_dir = os.path.join(export_dir, binary_search_model.KIND, str(self.version))
-    self.binary_search_model = tf.saved_model.load(binary_dir) if os.path.isdir(binary_dir) else None
+    self.search_model, self.binary_search_model = (
+        tf.saved_model.load(os.path.join(export_dir, part)) if export_folder.holds(self.info, part) else None
+        for part in (f"search/{self.version}", f"{binary_search_model.KIND}/{self.version}"))
 
   @property
   def max_seq_length(self):

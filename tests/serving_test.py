@@ -22,6 +22,7 @@ from bert_flow_tf.serving import export
 from bert_flow_tf.embedding.embedder import SentenceEmbedder
 from bert_flow_tf.serving import op_audit
 from bert_flow_tf.serving import warmup
+from bert_flow_tf.utils import errors
 from glow.model import Glow
 from tests.embedding import tiny_model
 from tests.embedding.engine_vectors import engine_vectors
@@ -63,8 +64,9 @@ def test_export_layout_and_info(exported):
 
 def test_export_refusals(exported):
   embedder, flow, export_dir = exported["embedder"], exported["flow"], exported["dir"]
-  with pytest.raises(FileExistsError, match="text/1 exists"):
-    export.export_models(embedder, flow, export_dir, version=1)
+  with pytest.raises(errors.UserError, match=r"export: not replaced: it holds export_info.json, ids, text; pass "
+                                             r"overwrite=True to replace an export, or give another folder$"):
+    export.export_models(embedder, flow, export_dir, version=2)  # another version too: an export is one unit
   with pytest.raises(ValueError, match="version must be an int >= 1"):
     export.export_models(embedder, flow, export_dir, version=0)
   with pytest.raises(ValueError, match="flow width 32 != embedding width D=16"):

@@ -1,8 +1,9 @@
-"""SIGKILL safety: run_flow.py and run_siamese.py killed with a real `kill -9` at several points, then rerun.
+"""SIGKILL safety: run_flow.py, run_siamese.py and an export killed with a real `kill -9` at several points, then
+rerun.
 
 Each kill is sent when a file shows the run is in the phase to hit (the embedding store's model.json: embedding;
-a flow checkpoint: fitting; the export's hidden temporary SavedModel: exporting; a training checkpoint: siamese
-training). The state left behind is checked to be that phase's, and the final rerun must give the results of an
+a flow checkpoint: fitting; a SavedModel in the export's hidden staging folder: exporting; a training checkpoint:
+siamese training). The state left behind is checked to be that phase's, and the final rerun must give the results of an
 uninterrupted run exactly. A tiny random BERT and 24 rows per STS-B split keep each run to a few seconds of work.
 
 The killed runs are real processes (the kill is what is tested). The final rerun and the uninterrupted reference
@@ -17,7 +18,9 @@ import time
 
 import pytest
 
+import bert_flow_tf
 from tests import tiny_runs
+from tests.serving import export_writer
 
 
 def _run_until(script, args, cwd, marker, log, timeout=300):
@@ -80,12 +83,13 @@ def test_run_flow_killed_while_embedding_fitting_and_exporting_resumes_to_the_sa
   assert _run_until("run_flow", run_args, root, _exists(flow_dir, "checkpoint"), root / "2.log")
   assert not json.loads((flow_dir / "flow.json").read_text())["complete"]
   assert not (out / "results.json").exists()
-  # 3. While exporting: the text SavedModel is being written into its hidden temporary directory. The results
-  # were written before the export began (compared with the uninterrupted run's below: the rerun survived kill 2).
-  assert _run_until("run_flow", run_args, root, _exists(export / "text", ".tmp-*"), root / "3.log")
+  # 3. While exporting: the text SavedModel is being written in the export's hidden staging folder beside export/.
+  # The results were written before the export began (compared with the uninterrupted run's below: the rerun
+  # survived kill 2).
+  assert _run_until("run_flow", run_args, root, _exists(root, ".tmp-*/text/.tmp-*"), root / "3.log")
   assert "resuming from" in (root / "3.log").read_text()
   after_kill_3 = json.loads((out / "results.json").read_text())
-  assert not (export / "text" / "1").exists() and not (export / "export_info.json").exists()
+  assert not export.exists()
   # 4. The rerun completes: the cached vectors, the fitted flow, and a complete export. Then the uninterrupted run.
   final, reference = _rerun_and_reference("run_flow", run_args, args + [f"--output_parent_dir={root / 'ref'}"], root)
   assert "already fitted" in final["stderr"] and "already fitted" not in reference["stderr"]
@@ -93,7 +97,23 @@ def test_run_flow_killed_while_embedding_fitting_and_exporting_resumes_to_the_sa
   assert after_kill_3 == expected
   assert json.loads((out / "results.json").read_text()) == expected
   assert (export / "text" / "1" / "saved_model.pb").is_file() and (export / "export_info.json").is_file()
-  assert not list((export / "text").glob(".tmp-*"))  # the killed export's leftover, removed by the rerun
+  assert not list(root.glob(".tmp-*"))  # the killed export's staging folder, removed by the rerun
+
+
+@pytest.mark.slow
+def test_an_export_killed_part_way_leaves_no_export_and_the_rerun_writes_a_whole_one(tmp_path):
+  """Killed while its search model is written, after its text and ids models: before exports were written whole,
+  that left text/, ids/ and export_info.json, which loaded as an export without its search model."""
+  model, export = tiny_runs.tiny_model_dir(tmp_path), tmp_path / "export"
+  searching = lambda: any(p.parent.name == "search" for p in tmp_path.rglob(".tmp-*"))
+  assert _run_until("export", [model, str(export), "16", "30"], tmp_path, searching, tmp_path / "killed.log")
+  assert not export.exists() and len(list(tmp_path.glob(".tmp-*"))) == 1  # the hidden staging folder alone
+  with pytest.raises(FileNotFoundError, match="no such export folder"):
+    bert_flow_tf.ExportedEncoder(str(export))
+  enc = bert_flow_tf.SentenceEncoder.from_pretrained(model, pooling="last-avg", max_seq_length=16)
+  enc.export(str(export), corpus=export_writer.corpus(16, 30))
+  assert bert_flow_tf.ExportedEncoder(str(export)).search_precisions == ("float32",)
+  assert not list(tmp_path.glob(".tmp-*"))  # the killed export's staging folder, removed by the next write
 
 
 @pytest.mark.slow

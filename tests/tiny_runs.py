@@ -9,7 +9,7 @@ from tests import tiny
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = {"encode": ["-m", "bert_flow_tf.encode"], "run_flow": [os.path.join(REPO, "run_flow.py")],
-           "run_siamese": [os.path.join(REPO, "run_siamese.py")]}
+           "run_siamese": [os.path.join(REPO, "run_siamese.py")], "export": ["-m", "tests.serving.export_writer"]}
 # Lines that are logs, not messages: absl's Python log lines and TensorFlow's native start-up notices (glog format,
 # and the banner before absl::InitializeLog, which the C++ runtime prints whatever TF_CPP_MIN_LOG_LEVEL says).
 _LOG_LINE = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ \S+:\d+\]|WARNING: All log messages before absl|"

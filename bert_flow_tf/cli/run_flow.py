@@ -28,6 +28,7 @@ from bert_flow_tf.cli import outputs
 from bert_flow_tf.cli import run_flow_flags
 from bert_flow_tf.experiment_spec import ExperimentSpec, fit_from_store_problem
 from bert_flow_tf.reporting import markdown
+from bert_flow_tf.serving import export_folder
 from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
 from bert_flow_tf.utils import logs
@@ -111,6 +112,8 @@ def main(argv):
                        (cache_dir, "the embedding cache (--cache_dir)")):
     if folder:
       outputs.check_writable(folder, what)
+  if FLAGS.export_dir:  # the export replaces an earlier one whole, and nothing else: refused now, not after the run
+    export_folder.check_replaceable(FLAGS.export_dir, overwrite=True)
   with distribute.variable_scope(strategy):
     model = model_flags.load_model_from_flags(FLAGS)
   model_flags.check_max_seq_length(FLAGS, model)

@@ -2,6 +2,7 @@
 SavedModel is bert_flow_tf/quantization's binary_search_model, with the rest of quantized search).
 
   export          writes the text and ids SavedModels (sentences or token ids -> calibrated vectors)
+  export_folder   an export written whole (staged, export_info.json last with every file's SHA-256), checked on load
   search_model    the search SavedModel: a corpus, exact cosine top-k in the graph
   litert          LiteRT (.tflite) files, fp32 and int8 weights, with the metadata MediaPipe's TextEmbedder reads
   text_bound      the text model's bound on each string before tokenizing

@@ -24,14 +24,13 @@ result only by float rounding (well below 1e-5). With no flow the embedding is t
 flow it is the flow's z (all levels' latents concatenated, width D); with an `Affine` (whitening(-k) and the other
 baselines) it is (x - center) W + offset, width D' (whitening-k: k).
 
-Each SavedModel is written to a hidden temporary directory beside its target and renamed into place, so a crash
-leaves no half-written version (TF Serving ignores names that are not numbers). An existing version is replaced
-only with `overwrite=True`, and only if it is a SavedModel: a folder holding anything else is refused
-(docs/security.md).
+The export is written whole (serving/export_folder.py): every part in a hidden folder beside export_dir, then
+export_info.json, with each file's SHA-256, last, then one rename; a crash leaves no export_dir (or the previous one).
+An existing export is replaced whole only with `overwrite=True`, and only if it holds nothing but an export's
+parts (docs/security.md).
 
 Legend: B = batch size, S = padded length, D = embedding width.
 """
-import json
 import os
 import types
 
@@ -40,13 +39,13 @@ import tensorflow as tf
 from absl import logging
 
 from bert_flow_tf import search
+from bert_flow_tf.serving import export_folder
 from bert_flow_tf.serving import graph_calibration
 from bert_flow_tf.serving import text_bound
 from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling_ops
 from bert_flow_tf.utils import io_utils
 
-INFO_FILE = "export_info.json"
 TOKEN_COUNTS_SIGNATURE = "with_token_counts"  # the text model's embeddings with each sentence's tokens
 # What a version folder holds (tf.saved_model.save, then the warm-up requests), saved_model.pb first.
 SAVED_MODEL_FILES = ("saved_model.pb", "variables", "assets", "assets.extra", "fingerprint.pb")
@@ -157,7 +156,7 @@ def check_version(version):
 
 def export_models(embedder, calibration, export_dir, version=1, overwrite=False, quantizer=None,
                   truncation_order=None, int8_ranges=None, normalize=False):
-  """Writes the text and ids SavedModels and export_info.json under `export_dir`.
+  """Writes the text and ids SavedModels and export_info.json as export_dir, whole (export_folder.write).
 
   Args:
     embedder: bert_flow_tf.embedding.embedder.SentenceEmbedder (its tokenizer, encoder, pooling, max_seq_length).
@@ -166,8 +165,38 @@ def export_models(embedder, calibration, export_dir, version=1, overwrite=False,
       calibration), or None for the raw pooled vectors.
     export_dir: str. Base directory.
     version: int >= 1. TF Serving version directory name.
-    overwrite: bool. Replace existing versions (SavedModels; a folder holding anything else is refused);
-      otherwise an existing one is an error.
+    overwrite: bool. Replace an existing export whole (a folder holding anything else is refused); otherwise a
+      folder that is not empty is an error.
+    quantizer, truncation_order, int8_ranges, normalize: as `write_models`.
+
+  Returns:
+    dict: "text" and "ids" (the SavedModel directories) and "info" (the JSON file).
+
+  Raises:
+    ValueError: a bad version, or a flow whose width is not D.
+    errors.UserError: export_dir may not be replaced.
+  """
+  check_models(embedder, calibration, version)
+  return export_folder.write(export_dir, overwrite, lambda folder: write_models(
+      embedder, calibration, folder, version, quantizer, truncation_order, int8_ranges, normalize))
+
+
+def check_models(embedder, calibration, version):
+  """Raises ValueError for a bad version or a calibration whose width is not the embedder's."""
+  check_version(version)
+  if calibration is not None and calibration.dim != embedder.dim:
+    raise ValueError(f"flow width {calibration.dim} != embedding width D={embedder.dim} "
+                     f"({embedder.pooling_spec.describe()})")
+
+
+def write_models(embedder, calibration, folder, version=1, quantizer=None, truncation_order=None, int8_ranges=None,
+                 normalize=False):
+  """Writes the text and ids SavedModels under `folder` (an export's staging folder: export_folder.write).
+
+  Args:
+    embedder, calibration: as `export_models`.
+    folder: str, an empty folder.
+    version: int >= 1.
     quantizer: a quantization.graph_quantizer.GraphQuantizer, or None: the text model's serving_default also returns
       its outputs ("embeddings_int8", ...: the embeddings in sentence-transformers' quantized layouts).
     truncation_order: int [D] or None, the calibration's truncation order (`quantization.truncation`), recorded in
@@ -178,20 +207,9 @@ def export_models(embedder, calibration, export_dir, version=1, overwrite=False,
       SavedModels return the calibrated vectors, which `embeddings_int8` and the rest quantize).
 
   Returns:
-    dict: "text" and "ids" (the SavedModel directories) and "info" (the JSON file).
-
-  Raises:
-    ValueError: a bad version, or a flow whose width is not D.
-    FileExistsError: a version directory exists and overwrite is False.
+    (dict, dict): export_info.json's fields, and "text" and "ids" (the SavedModel directories).
   """
-  check_version(version)
-  if calibration is not None and calibration.dim != embedder.dim:
-    raise ValueError(f"flow width {calibration.dim} != embedding width D={embedder.dim} "
-                     f"({embedder.pooling_spec.describe()})")
-  paths = {kind: os.path.join(export_dir, kind, str(version)) for kind in ("text", "ids")}
-  for path in paths.values():
-    if os.path.exists(path) and not overwrite:
-      raise FileExistsError(f"{path} exists; pass overwrite=True or choose another version")
+  paths = {kind: os.path.join(folder, kind, str(version)) for kind in ("text", "ids")}
   warmup = warmup_module()
   text = TextEmbedder(embedder, calibration, quantizer)
   save_atomically(text, paths["text"], {"serving_default": text.serve_text,
@@ -201,7 +219,6 @@ def export_models(embedder, calibration, export_dir, version=1, overwrite=False,
   ids = IdsEmbedder(embedder, calibration)
   save_atomically(ids, paths["ids"], {"serving_default": ids.serve_ids},
                    warmup and warmup.ids_model_logs(embedder.tokenizer))
-  info_path = os.path.join(export_dir, INFO_FILE)
   info = export_info(embedder, calibration, version)
   if quantizer:
     info["precisions"] = list(quantizer.precisions)
@@ -210,8 +227,7 @@ def export_models(embedder, calibration, export_dir, version=1, overwrite=False,
   if int8_ranges is not None:
     info["int8_ranges"] = np.asarray(int8_ranges, np.float32).tolist()
   info["normalize"] = bool(normalize)
-  io_utils.write_text(info_path, json.dumps(info, indent=2) + "\n")
-  return dict(paths, info=info_path)
+  return info, paths
 
 
 def export_info(embedder, calibration, version):

@@ -5,6 +5,7 @@ The write rules (what a folder writer may replace, what a kill leaves, the modes
 import codecs
 import contextlib
 import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -136,7 +137,9 @@ def atomic_dir(path, own=(), overwrite=False, remedy="pass overwrite=True to rep
   this writer writes (it holds `own[0]`, its marker, and nothing but names in `own`), or with `overwrite`; never
   when it is the working directory, one of its parents, the home directory or "/". It is checked on entry, before
   the block's work, and again before the swap. A process killed inside the block leaves at most a hidden
-  `.tmp-<pid>-*` directory beside `path`, never a partial `path`; the next write in that folder removes it.
+  `.tmp-<pid>-*` directory beside `path`, never a partial `path`; the next write in that folder removes it. Writers
+  that finish at once put their folders in one after the other (each checks and swaps holding a lock on the parent
+  folder), so `path` is always one writer's whole folder: a later one replaces it whole or is refused.
 
   Args:
     path: str, the directory to write.
@@ -154,14 +157,14 @@ def atomic_dir(path, own=(), overwrite=False, remedy="pass overwrite=True to rep
   tmp = _new_tmp(parent, lambda name: os.mkdir(name, 0o777))
   try:
     yield tmp
-    check_replaceable(path, own, overwrite, remedy)  # the block may have run for minutes
-    if os.path.lexists(path):
-      old = tmp + "-old"
-      os.replace(path, old)
+    old = tmp + "-old"
+    with _locked(parent):
+      check_replaceable(path, own, overwrite, remedy)  # the block may have run for minutes, another writer finished
+      if os.path.lexists(path):
+        os.replace(path, old)
       os.replace(tmp, path)
+    if os.path.lexists(old):
       _remove(old)
-    else:
-      os.replace(tmp, path)
   finally:
     if os.path.exists(tmp):
       shutil.rmtree(tmp)
@@ -183,9 +186,8 @@ def check_replaceable(path, own=(), overwrite=False, remedy="pass overwrite=True
     return
   foreign = [e for e in entries if e not in own] if own and own[0] in entries else entries
   shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-  mine = f"{own[0]} and its files" if own else "nothing"
-  raise errors.UserError(f"not replaced: it holds {shown}, not only what this writer writes ({mine}); {remedy}, "
-                         "or give another folder", path)
+  mine = f", not only what this writer writes ({own[0]} and its files)" if own else ""
+  raise errors.UserError(f"not replaced: it holds {shown}{mine}; {remedy}, or give another folder", path)
 
 
 def sweep_stale(directory):
@@ -212,6 +214,21 @@ def _new_tmp(directory, create, suffix=""):
       continue
     except PermissionError as e:  # name the folder, not the temporary file's random name
       raise PermissionError(e.errno, "no permission to write in the output's folder", directory) from e
+
+
+@contextlib.contextmanager
+def _locked(directory):
+  """Holds an exclusive lock (flock) on `directory` for the block; where its file system has no such locks, the
+  block runs unlocked."""
+  fd = os.open(directory, os.O_RDONLY)
+  try:
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:
+      pass
+    yield
+  finally:
+    os.close(fd)  # releases the lock
 
 
 def _alive(pid):

@@ -3,6 +3,7 @@ on the tiny BERT with a fitted flow, truncate_dim and Normalize, against the Sav
 import json
 import pathlib
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -81,6 +82,21 @@ def test_readme_mediapipe_lines_run_on_the_export(exported):
   scope = {}
   exec(block.replace('"export/', f'"{exported["dir"]}/'), scope)  # pylint: disable=exec-used
   np.testing.assert_allclose(scope["vector"], exported["encoder"].encode("A man is playing a guitar."), atol=5e-2)
+
+
+@pytest.mark.slow
+def test_a_litert_file_with_flipped_bytes_is_refused_naming_it(exported, tmp_path):
+  export_dir = tmp_path / "export"
+  shutil.copytree(exported["dir"], export_dir)
+  bert_flow_tf.ExportedEncoder(str(export_dir))  # the copy is whole
+  path = export_dir / litert.KIND / litert.FP32_FILE
+  data = bytearray(path.read_bytes())
+  data[len(data) // 2:len(data) // 2 + 200] = bytes(b ^ 0xFF for b in data[len(data) // 2:len(data) // 2 + 200])
+  path.write_bytes(bytes(data))
+  with pytest.raises(errors.UserError) as refused:
+    bert_flow_tf.ExportedEncoder(str(export_dir))
+  assert errors.one_line(refused.value) == ("error: changed or damaged since it was exported: its SHA-256 is not the "
+                                            f"one export_info.json records; export it again ({path})")
 
 
 def test_an_existing_litert_folder_needs_overwrite_and_one_of_other_files_is_refused(tmp_path):
