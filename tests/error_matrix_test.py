@@ -74,6 +74,8 @@ def setup(tmp_path_factory):
   (root / "nul.txt").write_bytes(b"a man\nthe\x00dog\n")
   (root / "file").write_text("a file, not a folder\n")
   (root / "out_dir").mkdir()
+  (root / "notes").mkdir()
+  (root / "notes" / "notes.txt").write_text("not an export\n")
   (root / "read_only").mkdir(mode=0o555)
   unwritable = _unwritable_folder(root)
   (root / "bad.cfg").write_text("--batch_size=4\nbatch_size 8\n")
@@ -175,6 +177,8 @@ CASES = {
     # An output folder that cannot be written ends the run before any work; bad flag values: BAD_VALUES below.
     "unwritable export folder": (lambda s: _run_flow(s, f"--export_dir={s['unwritable'] / 'export'}",
                                                      exp="exp_export"), lambda s: f"{s['unwritable']}/export)"),
+    "export folder holding other files": (lambda s: _run_flow(s, f"--export_dir={s['root'] / 'notes'}",
+                                                              exp="exp_notes"), "/notes)"),
     "siamese: unknown task": (lambda s: ("run_siamese", ["--task_name=snli-x", f"--data_dir={s['root'] / 'data'}",
                                                          f"--output_dir={s['root'] / 'siamese_task'}"], "siamese_task"),
                               "(--task_name)"),
