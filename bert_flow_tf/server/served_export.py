@@ -29,8 +29,8 @@ class ServedExport:
   """An export loaded for the server.
 
   Args:
-    export_dir: str, an export (SentenceEncoder.export, run_flow.py --export_dir): its SavedModels are loaded and
-      run (a trusted folder: docs/security.md).
+    export_dir: str, an export (SentenceEncoder.export, run_flow.py --export_dir): checked complete and unchanged
+      (ExportedEncoder), then its SavedModels are loaded and run (a trusted folder: docs/security.md).
     name: str or None, the model name clients send (default: the export folder's name).
 
   Attributes:

@@ -10,7 +10,8 @@
       serving_default: input_word_ids, input_mask, input_type_ids int32 [B, S] -> embeddings float32 [B, D]
   <export_dir>/search/<version>/ and binary_search/<version>/: the text model and a corpus, searched in the graph
       (serving/search_model.py, quantization/binary_search_model.py).
-  <export_dir>/export_info.json  model source, pooling, max_seq_length, do_lower_case, calibration, flow config, D.
+  <export_dir>/export_info.json  model source, pooling, max_seq_length, do_lower_case, calibration, flow config, D;
+      and, written last, every other file's SHA-256 (serving/export_folder.py).
 
 Each SavedModel carries TF Serving warm-up requests in `assets.extra/` (bert_flow_tf.serving.warmup) when
 tensorflow-serving-api is installed (the `serving` extra); without it the models are written without them and a

@@ -46,10 +46,9 @@ def write(export_dir, overwrite, write_parts):
     errors.UserError: export_dir may not be replaced (checked before `write_parts` runs, and again before the
       rename: another writer may have finished meanwhile).
   """
-  remedy = "remove it" if overwrite else "pass overwrite=True to replace an export"
-  with io_utils.atomic_dir(export_dir, own=OWN if overwrite else (), remedy=remedy) as stage:
+  with io_utils.atomic_dir(export_dir, **_replacing(overwrite)) as stage:
     info, paths = write_parts(stage)
-    info = dict(info, **{FILES: {name: _sha256(os.path.join(stage, name)) for name in _files(stage)}})
+    info = {**info, FILES: {name: _sha256(os.path.join(stage, name)) for name in _files(stage)}}
     with open(os.path.join(stage, INFO_FILE), "w", encoding="utf-8") as f:  # last: the folder is complete
       f.write(json.dumps(info, indent=2) + "\n")
   return dict(_moved(paths, stage, export_dir), info=os.path.join(export_dir, INFO_FILE))
@@ -57,8 +56,7 @@ def write(export_dir, overwrite, write_parts):
 
 def check_replaceable(export_dir, overwrite):
   """Raises errors.UserError unless `write(export_dir, overwrite, ...)` may write there (before a long run)."""
-  io_utils.check_replaceable(export_dir, OWN if overwrite else (),
-                             remedy="remove it" if overwrite else "pass overwrite=True to replace an export")
+  io_utils.check_replaceable(export_dir, **_replacing(overwrite))
 
 
 def read_info(export_dir):
@@ -102,6 +100,13 @@ def verify(export_dir, info):
 def holds(info, part):
   """Whether the export `info` describes holds `part` (a folder such as "search/1"): a file of it is listed."""
   return any(name.startswith(part + "/") for name in info[FILES])
+
+
+def _replacing(overwrite):
+  """io_utils.atomic_dir's rule for an export: with `overwrite`, an export may be replaced; without, nothing."""
+  if overwrite:
+    return {"own": OWN, "remedy": "remove it"}
+  return {"own": (), "remedy": "pass overwrite=True to replace an export"}
 
 
 def _files(folder):

@@ -220,12 +220,10 @@ def _new_tmp(directory, create, suffix=""):
 def _locked(directory):
   """Holds an exclusive lock (flock) on `directory` for the block; where its file system has no such locks, the
   block runs unlocked."""
-  fd = os.open(directory, os.O_RDONLY)
+  fd = os.open(directory, os.O_RDONLY)  # readable: sweep_stale has listed it
   try:
-    try:
+    with contextlib.suppress(OSError):
       fcntl.flock(fd, fcntl.LOCK_EX)
-    except OSError:
-      pass
     yield
   finally:
     os.close(fd)  # releases the lock
