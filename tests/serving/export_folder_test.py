@@ -122,10 +122,10 @@ def fixture_model_dir(tmp_path_factory):
 
 def _start(model_dir, export_dir, max_seq_length, corpus_size, *flags):
   """A real exporter process (export_writer), its output in a log beside export_dir."""
-  log = open(f"{export_dir}-{max_seq_length}.log", "wb")  # pylint: disable=consider-using-with
-  return subprocess.Popen(tiny_runs.command("export", [model_dir, export_dir, str(max_seq_length), str(corpus_size),
-                                                       *flags]),
-                          env=dict(os.environ, PYTHONPATH=tiny_runs.REPO), stdout=log, stderr=log), log.name
+  args = [model_dir, export_dir, str(max_seq_length), str(corpus_size), *flags]
+  with open(f"{export_dir}-{max_seq_length}.log", "wb") as log:
+    return subprocess.Popen(tiny_runs.command("export", args), env=dict(os.environ, PYTHONPATH=tiny_runs.REPO),
+                            stdout=log, stderr=log), log.name
 
 
 @pytest.mark.slow
