@@ -128,14 +128,15 @@ def atomic_path(path):
 
 
 @contextlib.contextmanager
-def atomic_dir(path, own=(), overwrite=False, remedy="pass overwrite=True to replace it"):
+def atomic_dir(path, own=(), overwrite=False, remedy="pass overwrite=True to replace it", written=None):
   """Yields a temporary directory beside the directory `path`; puts it in place of `path` only if the block
   succeeds.
 
   An existing `path` is replaced (moved aside, swapped out, then deleted) only when it is empty, when it is what
-  this writer writes (it holds `own[0]`, its marker, and nothing but names in `own`), or with `overwrite`; never
-  when it is the working directory, one of its parents, the home directory or "/". It is checked on entry, before
-  the block's work, and again before the swap. A process killed inside the block leaves at most a hidden
+  this writer writes (it holds `own[0]`, its marker, and nothing but names in `own`; with `written`, nothing but
+  the paths the earlier write listed), or with `overwrite`; never when it is a symbolic link, the working
+  directory, one of its parents, the home directory or "/". It is checked on entry, before the block's work, and
+  again before the swap. A process killed inside the block leaves at most a hidden
   `.tmp-<pid>-*` directory beside `path`, never a partial `path`; the next write in that folder removes it.
 
   Args:
@@ -143,18 +144,20 @@ def atomic_dir(path, own=(), overwrite=False, remedy="pass overwrite=True to rep
     own: tuple of str, the names this writer puts in `path`, its marker (info file) first; () for none.
     overwrite: bool, replace a non-empty `path` whatever it holds (still never the folders above).
     remedy: str, the way out the refusal names besides another folder.
+    written: None, or a function of `path` giving what an earlier write listed in it (`relative_paths`' form):
+      then every file and folder under `path`, at any depth, must be one of them.
 
   Raises:
     errors.UserError: `path` may not be replaced (one line naming it and how to go on).
   """
-  check_replaceable(path, own, overwrite, remedy)
+  check_replaceable(path, own, overwrite, remedy, written)
   parent = os.path.dirname(os.path.abspath(path))
   os.makedirs(parent, exist_ok=True)
   sweep_stale(parent)
   tmp = _new_tmp(parent, lambda name: os.mkdir(name, 0o777))
   try:
     yield tmp
-    check_replaceable(path, own, overwrite, remedy)  # the block may have run for minutes
+    check_replaceable(path, own, overwrite, remedy, written)  # the block may have run for minutes
     if os.path.lexists(path):
       old = tmp + "-old"
       os.replace(path, old)
@@ -167,25 +170,49 @@ def atomic_dir(path, own=(), overwrite=False, remedy="pass overwrite=True to rep
       shutil.rmtree(tmp)
 
 
-def check_replaceable(path, own=(), overwrite=False, remedy="pass overwrite=True to replace it"):
-  """Raises errors.UserError unless `atomic_dir(path, own, overwrite)` may put a new folder at `path`."""
+def check_replaceable(path, own=(), overwrite=False, remedy="pass overwrite=True to replace it", written=None):
+  """Raises errors.UserError unless `atomic_dir(path, own, overwrite, remedy, written)` may put a new folder at
+  `path`; the refusal names the first file or folder that is not the writer's."""
   real, cwd = os.path.realpath(path), os.path.realpath(os.getcwd())
   if real in (os.path.realpath(os.path.expanduser("~")), os.path.realpath(os.sep)) or cwd == real or \
       cwd.startswith(real.rstrip(os.sep) + os.sep):
     raise errors.UserError("refused: the working directory, one of its parents, the home directory or / is never "
                            "replaced; give a new folder", path)
+  if os.path.islink(path):  # as shutil.rmtree, which refuses to delete through a link
+    raise errors.UserError(f"is a symbolic link (to {os.readlink(path)}), which is never replaced or followed; give "
+                           "the folder it names, or a new folder", path)
   if not os.path.lexists(path):
     return
   if not os.path.isdir(path):
     raise errors.UserError("exists and is not a folder; remove it or give a new folder", path)
   entries = sorted(os.listdir(path))
-  if not entries or overwrite or (own and own[0] in entries and set(entries) <= set(own)):
+  if not entries or overwrite:
     return
+  mine = f"{own[0]} and its files" if own else "nothing"
+  if own and own[0] in entries and set(entries) <= set(own):
+    listed = None if written is None else set(written(path))
+    stray = None if listed is None else next((p for p in relative_paths(path) if p not in listed), None)
+    if stray is None:
+      return
+    raise errors.UserError(f"not replaced: it holds {stray}, which the earlier write did not list in {own[0]}; "
+                           f"{remedy}, or give another folder", path)
   foreign = [e for e in entries if e not in own] if own and own[0] in entries else entries
   shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-  mine = f"{own[0]} and its files" if own else "nothing"
   raise errors.UserError(f"not replaced: it holds {shown}, not only what this writer writes ({mine}); {remedy}, "
                          "or give another folder", path)
+
+
+def relative_paths(folder):
+  """Every file and folder under `folder`, at any depth, as sorted paths relative to it: "/"-separated, a folder's
+  ending in "/" (a link is listed as what it is, never followed)."""
+  found = []
+  for parent, folders, files in os.walk(folder):  # a link to a folder is in `folders`, and not walked
+    base = os.path.relpath(parent, folder).replace(os.sep, "/")
+    for name in folders + files:
+      entry = os.path.join(parent, name)
+      found.append(("" if base == "." else base + "/") + name +
+                   ("/" if os.path.isdir(entry) and not os.path.islink(entry) else ""))
+  return sorted(found)
 
 
 def sweep_stale(directory):
