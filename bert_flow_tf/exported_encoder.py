@@ -32,12 +32,14 @@ from bert_flow_tf.quantization import truncation
 from bert_flow_tf.serving import export
 from bert_flow_tf.utils import errors
 from bert_flow_tf.utils import io_utils
+from bert_flow_tf.utils import saved_models
 
 
 def load_text_model(path):
-  """Loads a text SavedModel; imports tensorflow_text first so its ops are registered."""
+  """Loads a text SavedModel (`saved_models.load`: a damaged one ends in one line naming its file); imports
+  tensorflow_text first so its ops are registered."""
   import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
-  return tf.saved_model.load(path)
+  return saved_models.load(path)
 
 
 def encode_with_saved_model(model, sentences, batch_size=settings.BATCH_SENTENCES):
@@ -124,6 +126,7 @@ class ExportedEncoder(st_api.StApi):
   """
 
   def __init__(self, export_dir, version=None, batch_size=settings.BATCH_SENTENCES):
+    os.listdir(export_dir)  # a missing or unreadable export folder: the OSError names it
     self.version = latest_version(export_dir) if version is None else version
     info_path = os.path.join(export_dir, export.INFO_FILE)
     self.info = io_utils.read_json_object(info_path, "no export_info.json: not an export (SentenceEncoder.export, "
@@ -138,9 +141,9 @@ class ExportedEncoder(st_api.StApi):
     self.text_model = load_text_model(os.path.join(export_dir, "text", str(self.version)))
     super().__init__(SavedModelEmbedder(self.text_model, dim, self.info.get("max_seq_length"), batch_size), codes)
     search_dir = os.path.join(export_dir, "search", str(self.version))
-    self.search_model = tf.saved_model.load(search_dir) if os.path.isdir(search_dir) else None
+    self.search_model = saved_models.load(search_dir) if os.path.isdir(search_dir) else None
     binary_dir = os.path.join(export_dir, binary_search_model.KIND, str(self.version))
-    self.binary_search_model = tf.saved_model.load(binary_dir) if os.path.isdir(binary_dir) else None
+    self.binary_search_model = saved_models.load(binary_dir) if os.path.isdir(binary_dir) else None
 
   @property
   def max_seq_length(self):
