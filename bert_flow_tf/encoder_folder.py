@@ -148,7 +148,7 @@ def load_saved_calibration(path, info):
   when it is not the method sentence_encoder.json names."""
   if info["calibration"] is None:
     return None
-  calibration = calibrator.load_calibration(os.path.join(path, CALIBRATION_DIR))
+  calibration = calibrator.load_calibration(os.path.join(path, CALIBRATION_DIR), method=info["calibration"])
   if calibration.method != info["calibration"]:
     raise errors.UserError(f"{CALIBRATION_DIR}/ holds a {calibration.method!r} calibration, {INFO_FILE} names "
                            f"{info['calibration']!r}", path)

@@ -154,3 +154,15 @@ def test_save_never_replaces_a_symbolic_link(tmp_path, model_dir):
       assert "\n" not in message and message.startswith(f"{link}: is a symbolic link (to {target})")
     assert link.is_symlink() and os.readlink(link) == str(target)
   assert sorted(os.listdir(real)) == [encoder_folder.INFO_FILE]
+
+
+def test_a_whitening_save_without_its_baseline_file_names_that_file(tmp_path, model_dir):
+  folder = tmp_path / "enc"
+  _encoder(model_dir).fit(SENTENCES, method="whitening").save(str(folder))
+  baseline = folder / encoder_folder.CALIBRATION_DIR / "baseline.npz"
+  os.remove(baseline)
+  for make in (SentenceEncoder.load, SentenceEncoder):
+    with pytest.raises(FileNotFoundError) as missing:
+      make(str(folder))
+    assert missing.value.filename == str(baseline) and "whitening" in str(missing.value)
+    assert "flow" not in str(missing.value) and "\n" not in str(missing.value)
