@@ -4,6 +4,7 @@ The write rules (what a folder writer may replace, what a kill leaves, the modes
 """
 import codecs
 import contextlib
+import ctypes
 import errno
 import hashlib
 import json
@@ -22,6 +23,7 @@ from bert_flow_tf.utils import errors
 _TMP_PREFIX = ".tmp-"
 _HOST = hashlib.sha256(socket.gethostname().encode("utf-8")).hexdigest()[:8]
 _TMP_NAME = re.compile(r"\.tmp-(\d+)-([0-9a-f]{8})-")
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2  # renameat2's "relative to the working directory" and "swap the two names"
 
 
 def iter_lines(path):
@@ -132,12 +134,13 @@ def atomic_dir(path, own=(), overwrite=False, remedy="pass overwrite=True to rep
   """Yields a temporary directory beside the directory `path`; puts it in place of `path` only if the block
   succeeds.
 
-  An existing `path` is replaced (moved aside, swapped out, then deleted) only when it is empty, when it is what
-  this writer writes (it holds `own[0]`, its marker, and nothing but names in `own`; with `written`, nothing but
-  the paths the earlier write listed), or with `overwrite`; never when it is a symbolic link, the working
-  directory, one of its parents, the home directory or "/". It is checked on entry, before the block's work, and
-  again before the swap. A process killed inside the block leaves at most a hidden
-  `.tmp-<pid>-*` directory beside `path`, never a partial `path`; the next write in that folder removes it.
+  An existing `path` is replaced (the new folder and it swap names in one step, then the old one is deleted) only
+  when it is empty, when it is what this writer writes (it holds `own[0]`, its marker, and nothing but names in
+  `own`; with `written`, nothing but the paths the earlier write listed), or with `overwrite`; never when it is a
+  symbolic link, the working directory, one of its parents, the home directory or "/". It is checked on entry, before the block's work, and
+  again before the swap. A process killed at any moment leaves `path` as it was or as the block wrote it, and at
+  most a hidden `.tmp-<pid>-*` directory beside it, which the next write in that folder removes (where the system
+  cannot swap two names in one step, `path` is missing between two renames: see docs/security.md).
 
   Args:
     path: str, the directory to write.
@@ -158,15 +161,15 @@ def atomic_dir(path, own=(), overwrite=False, remedy="pass overwrite=True to rep
   try:
     yield tmp
     check_replaceable(path, own, overwrite, remedy, written)  # the block may have run for minutes
-    if os.path.lexists(path):
+    if not os.path.lexists(path):
+      os.replace(tmp, path)
+    elif not _exchange(tmp, path):  # no one-step swap here: path is missing between the two renames
       old = tmp + "-old"
       os.replace(path, old)
       os.replace(tmp, path)
       _remove(old)
-    else:
-      os.replace(tmp, path)
   finally:
-    if os.path.exists(tmp):
+    if os.path.exists(tmp):  # the block failed, or (swapped) the old folder
       shutil.rmtree(tmp)
 
 
@@ -239,6 +242,20 @@ def _new_tmp(directory, create, suffix=""):
       continue
     except PermissionError as e:  # name the folder, not the temporary file's random name
       raise PermissionError(e.errno, "no permission to write in the output's folder", directory) from e
+
+
+def _exchange(a, b):
+  """Swaps the names of the paths `a` and `b` in one step (Linux's renameat2 with RENAME_EXCHANGE, since 3.15);
+  False, changing nothing, where the system or its file system cannot."""
+  renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+  if renameat2 is None:
+    return False
+  if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+    return True
+  code = ctypes.get_errno()
+  if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+    return False
+  raise OSError(code, os.strerror(code), b)
 
 
 def _alive(pid):
