@@ -137,10 +137,11 @@ def atomic_dir(path, own=(), overwrite=False, remedy="pass overwrite=True to rep
   An existing `path` is replaced (the new folder and it swap names in one step, then the old one is deleted) only
   when it is empty, when it is what this writer writes (it holds `own[0]`, its marker, and nothing but names in
   `own`; with `written`, nothing but the paths the earlier write listed), or with `overwrite`; never when it is a
-  symbolic link, the working directory, one of its parents, the home directory or "/". It is checked on entry, before the block's work, and
-  again before the swap. A process killed at any moment leaves `path` as it was or as the block wrote it, and at
-  most a hidden `.tmp-<pid>-*` directory beside it, which the next write in that folder removes (where the system
-  cannot swap two names in one step, `path` is missing between two renames: see docs/security.md).
+  symbolic link, the working directory, one of its parents, the home directory or "/". It is checked on entry,
+  before the block's work, and again before the swap. A process killed at any moment leaves `path` as it was or as
+  the block wrote it, and at most a hidden `.tmp-<pid>-*` directory beside it, which the next write in that folder
+  removes (where the system cannot swap two names in one step, `path` is missing between two renames: see
+  docs/security.md).
 
   Args:
     path: str, the directory to write.
