@@ -2,8 +2,9 @@
 and the fingerprint that ties a calibration to its model.
 
   <dir>/sentence_encoder.json   the model (its path or preset name), pooling, max_seq_length, the fingerprint,
-                                the calibration's method, and the sentence-transformers settings (prompts,
-                                default_prompt_name, truncate_dim, similarity_fn_name, normalize)
+                                the calibration's method, the sentence-transformers settings (prompts,
+                                default_prompt_name, truncate_dim, similarity_fn_name, normalize), and the
+                                files and folders `save` wrote beside it ("files": what a later save may replace)
   <dir>/calibration/            the calibration (calibration.calibrator's folder), when there is one
 
 The BERT weights are not copied: as BERT-whitening keeps its kernel and bias beside the model, the calibration is
@@ -39,6 +40,7 @@ from bert_flow_tf.utils import io_utils
 INFO_FILE = "sentence_encoder.json"
 CALIBRATION_DIR = "calibration"
 OWN = (INFO_FILE, CALIBRATION_DIR)  # what `save` writes, its marker first (io_utils.atomic_dir)
+FILES = "files"  # sentence_encoder.json's list of the paths `save` wrote under the folder (io_utils.relative_paths)
 FORMAT_VERSION = 1
 
 
@@ -65,21 +67,35 @@ def describe(model, pooling, max_seq_length, fingerprint_hex):
 
 
 def write(folder, embedder, fingerprint_hex, calibration, settings):
-  """Writes sentence_encoder.json and calibration/ (when `calibration` is not None) into the new `folder`.
+  """Writes calibration/ (when `calibration` is not None), then sentence_encoder.json listing it, into the new
+  `folder`.
 
   Args:
     settings: dict, the sentence-transformers settings (the keys of ST_SETTINGS).
   """
+  if calibration is not None:
+    calibration.save(os.path.join(folder, CALIBRATION_DIR))
   source = str(embedder.loaded.source)
   info = {"format_version": FORMAT_VERSION,
           "model": os.path.abspath(source) if os.path.exists(source) else source,  # a path, or a preset name
           "do_lower_case": bool(embedder.loaded.do_lower_case), "pooling": embedder.pooling_spec.name,
           "max_seq_length": embedder.max_seq_length, "fingerprint": fingerprint_hex,
-          "calibration": None if calibration is None else calibration.method, **settings}
+          "calibration": None if calibration is None else calibration.method, **settings,
+          FILES: io_utils.relative_paths(folder)}
   with open(os.path.join(folder, INFO_FILE), "w", encoding="utf-8") as f:
     f.write(json.dumps(info, indent=2) + "\n")
-  if calibration is not None:
-    calibration.save(os.path.join(folder, CALIBRATION_DIR))
+
+
+def written(path):
+  """What the `save` that wrote the folder `path` wrote there: its sentence_encoder.json and the paths that lists
+  (io_utils.relative_paths' form); nothing when that file is missing, does not read or lists none."""
+  try:
+    listed = io_utils.read_json_object(os.path.join(path, INFO_FILE), "no info file").get(FILES)
+  except (OSError, ValueError):  # errors.UserError is a ValueError
+    return ()
+  if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
+    return ()
+  return (INFO_FILE, *listed)
 
 
 # sentence_encoder.json's keys and the types `load` accepts for them.
@@ -132,7 +148,7 @@ def load_saved_calibration(path, info):
   when it is not the method sentence_encoder.json names."""
   if info["calibration"] is None:
     return None
-  calibration = calibrator.load_calibration(os.path.join(path, CALIBRATION_DIR))
+  calibration = calibrator.load_calibration(os.path.join(path, CALIBRATION_DIR), method=info["calibration"])
   if calibration.method != info["calibration"]:
     raise errors.UserError(f"{CALIBRATION_DIR}/ holds a {calibration.method!r} calibration, {INFO_FILE} names "
                            f"{info['calibration']!r}", path)
@@ -142,9 +158,9 @@ def load_saved_calibration(path, info):
 def save(path, embedder, fingerprint_hex, calibration, settings, overwrite=False):
   """Writes an encoder's description, settings and calibration to the directory `path`, atomically (`write`).
 
-  An existing `path` is replaced only when it is empty or an earlier `save` wrote it (its sentence_encoder.json
-  and calibration/, nothing else); any other folder only with `overwrite=True`; the working directory, its
-  parents, the home directory and / never (docs/security.md).
+  An existing `path` is replaced only when it is empty or an earlier `save` wrote it (every file and folder in it,
+  at any depth, is one its sentence_encoder.json lists); any other folder only with `overwrite=True`; a symbolic
+  link, the working directory, its parents, the home directory and / never (docs/security.md).
 
   Args:
     path: str, the directory.
@@ -157,7 +173,7 @@ def save(path, embedder, fingerprint_hex, calibration, settings, overwrite=False
   Raises:
     errors.UserError: `path` may not be replaced (one line saying why and how to go on).
   """
-  with io_utils.atomic_dir(path, own=OWN, overwrite=overwrite) as tmp:
+  with io_utils.atomic_dir(path, own=OWN, overwrite=overwrite, written=written) as tmp:
     write(tmp, embedder, fingerprint_hex, calibration, settings)
   return path
 

@@ -122,3 +122,47 @@ def test_save_replaces_only_its_own_folder(tmp_path, model_dir, monkeypatch):
   enc.save(str(folder), overwrite=True)
   assert sorted(os.listdir(folder)) == ["calibration", encoder_folder.INFO_FILE]
   assert SentenceEncoder.load(str(folder)).calibration.method == "sn"
+
+
+def test_save_replaces_only_what_an_earlier_save_listed_at_any_depth(tmp_path, model_dir):
+  enc = _encoder(model_dir).fit(SENTENCES, method="whitening")
+  folder = tmp_path / "enc"
+  enc.save(str(folder))
+  enc.save(str(folder))  # every file and folder is one the earlier save listed: replaced
+  notes = folder / encoder_folder.CALIBRATION_DIR / "notes.txt"
+  notes.write_text("the user's")
+  with pytest.raises(errors.UserError) as refused:
+    enc.save(str(folder))
+  message = str(refused.value)
+  assert "\n" not in message and message.startswith(f"{folder}: not replaced: it holds calibration/notes.txt,")
+  assert "overwrite=True" in message and notes.read_text() == "the user's"
+  enc.save(str(folder), overwrite=True)
+  assert not notes.exists() and SentenceEncoder.load(str(folder)).calibration.method == "whitening"
+
+
+def test_save_never_replaces_a_symbolic_link(tmp_path, model_dir):
+  enc = _encoder(model_dir)
+  real = tmp_path / "real"
+  enc.save(str(real))
+  for target in (real, tmp_path / "nowhere"):
+    link = tmp_path / f"link-to-{target.name}"
+    link.symlink_to(target)
+    for overwrite in (False, True):
+      with pytest.raises(errors.UserError) as refused:
+        enc.save(str(link), overwrite=overwrite)
+      message = str(refused.value)
+      assert "\n" not in message and message.startswith(f"{link}: is a symbolic link (to {target})")
+    assert link.is_symlink() and os.readlink(link) == str(target)
+  assert sorted(os.listdir(real)) == [encoder_folder.INFO_FILE]
+
+
+def test_a_whitening_save_without_its_baseline_file_names_that_file(tmp_path, model_dir):
+  folder = tmp_path / "enc"
+  _encoder(model_dir).fit(SENTENCES, method="whitening").save(str(folder))
+  baseline = folder / encoder_folder.CALIBRATION_DIR / "baseline.npz"
+  os.remove(baseline)
+  for make in (SentenceEncoder.load, SentenceEncoder):
+    with pytest.raises(FileNotFoundError) as missing:
+      make(str(folder))
+    assert missing.value.filename == str(baseline) and "whitening" in str(missing.value)
+    assert "flow" not in str(missing.value) and "\n" not in str(missing.value)

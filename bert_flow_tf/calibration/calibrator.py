@@ -237,14 +237,20 @@ def _baseline(method):
     raise ValueError(f"unknown calibration method {method!r}; allowed: {METHODS}") from e
 
 
-def load_calibration(folder, flow_info=None):
+def load_calibration(folder, flow_info=None, method=None):
   """Restores the calibration `save(folder)` wrote, checked (baselines.load_baseline, fitted_flow.load_glow). Returns
-  FlowCalibration or BaselineCalibration; errors.UserError naming the file for anything missing or wrong.
+  FlowCalibration or BaselineCalibration; errors.UserError (or FileNotFoundError) naming the file for anything
+  missing or wrong.
 
   flow_info: dict, the flow.json of a flow's folder when the caller has read it (`fitted_flow.read_info`), or None.
+  method: str, the method the caller expects (its file, baseline.npz or flow.json, must be there), or None: the
+    folder's own.
   """
-  if flow_info is None and os.path.isfile(os.path.join(folder, BASELINE_FILE)):
-    calibration = BaselineCalibration(baselines.load_baseline(os.path.join(folder, BASELINE_FILE)))
+  baseline_path = os.path.join(folder, BASELINE_FILE)
+  if flow_info is None and (os.path.isfile(baseline_path) if method is None else method != FLOW):
+    if not os.path.isfile(baseline_path):
+      raise errors.missing_file(f"no {BASELINE_FILE}: the {method} calibration's file is missing", baseline_path)
+    calibration = BaselineCalibration(baselines.load_baseline(baseline_path))
   else:
     info = fitted_flow.read_info(folder) if flow_info is None else flow_info
     try:

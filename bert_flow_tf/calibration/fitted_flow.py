@@ -120,12 +120,12 @@ def load_glow(flow_dir, info=None):
     glow_model = glow.Glow(glow.GlowConfig.from_dict(info["flow_config"]), info["dim"], init=info["fit"]["init"],
                            seed=info["fit"]["seed"])
   except (TypeError, ValueError, KeyError, tf.errors.OpError) as e:
-    raise errors.UserError(f"cannot build the flow it describes ({type(e).__name__}: {_one_line(e)})",
+    raise errors.UserError(f"cannot build the flow it describes ({type(e).__name__}: {errors.brief(e)})",
                            info_path) from e
   try:
     latest = tf.train.latest_checkpoint(flow_dir)
   except (tf.errors.OpError, ValueError) as e:  # a damaged `checkpoint` state file
-    raise errors.UserError(f"cannot read the checkpoint state ({_one_line(e)})",
+    raise errors.UserError(f"cannot read the checkpoint state ({errors.brief(e)})",
                            os.path.join(flow_dir, "checkpoint")) from e
   if latest is None:
     raise errors.missing_file("no flow checkpoint", flow_dir)
@@ -145,7 +145,7 @@ def restore_strictly(glow_model, prefix):
   try:
     saved = _flow_variables(prefix)
   except (tf.errors.OpError, ValueError, IndexError) as e:  # a truncated file: IndexError "Read less bytes"
-    raise errors.UserError(f"cannot read the flow checkpoint, corrupt? ({_one_line(e)})", prefix) from e
+    raise errors.UserError(f"cannot read the flow checkpoint, corrupt? ({errors.brief(e)})", prefix) from e
   with tempfile.TemporaryDirectory(prefix="bert-flow-layout-") as tmp:  # this flow's names and shapes
     expected = _flow_variables(tf.train.Checkpoint(flow=glow_model).write(os.path.join(tmp, "flow")))
   for name in sorted(expected.keys() | saved.keys()):
@@ -158,12 +158,7 @@ def restore_strictly(glow_model, prefix):
   try:
     tf.train.Checkpoint(flow=glow_model).restore(prefix).expect_partial()  # the optimizer's state is not restored
   except (tf.errors.OpError, ValueError, IndexError) as e:
-    raise errors.UserError(f"cannot restore the flow, corrupt? ({_one_line(e)})", prefix) from e
-
-
-def _one_line(error):
-  """The first 200 characters of an error's message, its line breaks as spaces (TF's messages span lines)."""
-  return " ".join(str(error).split())[:200]
+    raise errors.UserError(f"cannot restore the flow, corrupt? ({errors.brief(e)})", prefix) from e
 
 
 def _flow_variables(prefix):

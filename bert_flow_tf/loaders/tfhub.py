@@ -20,6 +20,7 @@ import tf_keras as keras
 
 from bert_flow_tf.loaders.loaded_model import LoadedModel
 from bert_flow_tf.modeling import packing
+from bert_flow_tf.utils import saved_models
 
 _OUTPUT_NAMES = ("pooled_output", "sequence_output", "encoder_outputs")
 
@@ -127,7 +128,7 @@ def load_hub_model(model_dir, vocab_file=None, do_lower_case=None, source=None, 
   Returns:
     LoadedModel with format "tfhub" and config None; L and H are read from the outputs of one dummy call.
   """
-  saved_model = tf.saved_model.load(model_dir)
+  saved_model = saved_models.load(model_dir)  # a damaged SavedModel: one line naming its file
   vocab = _find_vocab(model_dir, saved_model, vocab_file, preprocess_dir)
   if do_lower_case is None:
     do_lower_case = bool(saved_model.do_lower_case.numpy()) if hasattr(saved_model, "do_lower_case") else True

@@ -1,6 +1,7 @@
 """Small helpers shared by the library and the entry points.
 
   io_utils.py     strict UTF-8 reads with file:line, atomic writes
+  saved_models.py SavedModels loaded with one-line errors naming a damaged file
   checks.py       range checks of settings, one sentence each (the API's ValueError, the flags' parse errors)
   progress.py     progress lines on stderr
   logs.py         quiet TensorFlow start-up logs

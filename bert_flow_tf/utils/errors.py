@@ -34,6 +34,11 @@ def missing_file(what, path):
   return FileNotFoundError(errno.ENOENT, what, str(path))
 
 
+def brief(error, limit=200):
+  """The first `limit` characters of an error's message, its line breaks as spaces (TensorFlow's span lines)."""
+  return " ".join(str(error).split())[:limit]
+
+
 def first_flag(message):
   """'--name' for the first flag a message names ('--task_name=...', "flag --batch_size=abc: ..."), or None."""
   match = _FLAG.search(message)

@@ -4,6 +4,7 @@ The write rules (what a folder writer may replace, what a kill leaves, the modes
 """
 import codecs
 import contextlib
+import ctypes
 import errno
 import fcntl
 import hashlib
@@ -23,6 +24,7 @@ from bert_flow_tf.utils import errors
 _TMP_PREFIX = ".tmp-"
 _HOST = hashlib.sha256(socket.gethostname().encode("utf-8")).hexdigest()[:8]
 _TMP_NAME = re.compile(r"\.tmp-(\d+)-([0-9a-f]{8})-")
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2  # renameat2's "relative to the working directory" and "swap the two names"
 
 
 def iter_lines(path):
@@ -129,28 +131,32 @@ def atomic_path(path):
 
 
 @contextlib.contextmanager
-def atomic_dir(path, own=(), overwrite=False, remedy="pass overwrite=True to replace it"):
+def atomic_dir(path, own=(), overwrite=False, remedy="pass overwrite=True to replace it", written=None):
   """Yields a temporary directory beside the directory `path`; puts it in place of `path` only if the block
   succeeds.
 
-  An existing `path` is replaced (moved aside, swapped out, then deleted) only when it is empty, when it is what
-  this writer writes (it holds `own[0]`, its marker, and nothing but names in `own`), or with `overwrite`; never
-  when it is the working directory, one of its parents, the home directory or "/". It is checked on entry, before
-  the block's work, and again before the swap. A process killed inside the block leaves at most a hidden
-  `.tmp-<pid>-*` directory beside `path`, never a partial `path`; the next write in that folder removes it. Writers
-  that finish at once put their folders in one after the other (each checks and swaps holding a lock on the parent
-  folder), so `path` is always one writer's whole folder: a later one replaces it whole or is refused.
+  An existing `path` is replaced (the new folder and it swap names in one step, then the old one is deleted) only
+  when it is empty, when it is what this writer writes (it holds `own[0]`, its marker, and nothing but names in
+  `own`; with `written`, nothing but the paths the earlier write listed), or with `overwrite`; never when it is a
+  symbolic link, the working directory, one of its parents, the home directory or "/". It is checked on entry,
+  before the block's work, and again before the swap. A process killed at any moment leaves `path` as it was or as
+  the block wrote it, and at most a hidden `.tmp-<pid>-*` directory beside it, which the next write in that folder
+  removes (where the system cannot swap two names in one step, `path` is missing between two renames: see
+  docs/security.md). Writers that finish at once put their folders in one after the other (each checks and
+  swaps holding a lock on the parent folder), so `path` is always one writer's whole folder.
 
   Args:
     path: str, the directory to write.
     own: tuple of str, the names this writer puts in `path`, its marker (info file) first; () for none.
     overwrite: bool, replace a non-empty `path` whatever it holds (still never the folders above).
     remedy: str, the way out the refusal names besides another folder.
+    written: None, or a function of `path` giving what an earlier write listed in it (`relative_paths`' form):
+      then every file and folder under `path`, at any depth, must be one of them.
 
   Raises:
     errors.UserError: `path` may not be replaced (one line naming it and how to go on).
   """
-  check_replaceable(path, own, overwrite, remedy)
+  check_replaceable(path, own, overwrite, remedy, written)
   parent = os.path.dirname(os.path.abspath(path))
   os.makedirs(parent, exist_ok=True)
   sweep_stale(parent)
@@ -159,35 +165,62 @@ def atomic_dir(path, own=(), overwrite=False, remedy="pass overwrite=True to rep
     yield tmp
     old = tmp + "-old"
     with _locked(parent):
-      check_replaceable(path, own, overwrite, remedy)  # the block may have run for minutes, another writer finished
-      if os.path.lexists(path):
+      check_replaceable(path, own, overwrite, remedy, written)  # the block may have run for minutes; another writer finished?
+      if not os.path.lexists(path):
+        os.replace(tmp, path)
+      elif not _exchange(tmp, path):  # no one-step swap here: path is missing between the two renames
         os.replace(path, old)
-      os.replace(tmp, path)
+        os.replace(tmp, path)
     if os.path.lexists(old):
       _remove(old)
   finally:
-    if os.path.exists(tmp):
+    if os.path.exists(tmp):  # the block failed, or (swapped) the old folder
       shutil.rmtree(tmp)
 
 
-def check_replaceable(path, own=(), overwrite=False, remedy="pass overwrite=True to replace it"):
-  """Raises errors.UserError unless `atomic_dir(path, own, overwrite)` may put a new folder at `path`."""
+def check_replaceable(path, own=(), overwrite=False, remedy="pass overwrite=True to replace it", written=None):
+  """Raises errors.UserError unless `atomic_dir(path, own, overwrite, remedy, written)` may put a new folder at
+  `path`; the refusal names the first file or folder that is not the writer's."""
   real, cwd = os.path.realpath(path), os.path.realpath(os.getcwd())
   if real in (os.path.realpath(os.path.expanduser("~")), os.path.realpath(os.sep)) or cwd == real or \
       cwd.startswith(real.rstrip(os.sep) + os.sep):
     raise errors.UserError("refused: the working directory, one of its parents, the home directory or / is never "
                            "replaced; give a new folder", path)
+  if os.path.islink(path):  # as shutil.rmtree, which refuses to delete through a link
+    raise errors.UserError(f"is a symbolic link (to {os.readlink(path)}), which is never replaced or followed; give "
+                           "the folder it names, or a new folder", path)
   if not os.path.lexists(path):
     return
   if not os.path.isdir(path):
     raise errors.UserError("exists and is not a folder; remove it or give a new folder", path)
   entries = sorted(os.listdir(path))
-  if not entries or overwrite or (own and own[0] in entries and set(entries) <= set(own)):
+  if not entries or overwrite:
     return
+  mine = f"{own[0]} and its files" if own else "nothing"
+  if own and own[0] in entries and set(entries) <= set(own):
+    listed = None if written is None else set(written(path))
+    stray = None if listed is None else next((p for p in relative_paths(path) if p not in listed), None)
+    if stray is None:
+      return
+    raise errors.UserError(f"not replaced: it holds {stray}, which the earlier write did not list in {own[0]}; "
+                           f"{remedy}, or give another folder", path)
   foreign = [e for e in entries if e not in own] if own and own[0] in entries else entries
   shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-  mine = f", not only what this writer writes ({own[0]} and its files)" if own else ""
-  raise errors.UserError(f"not replaced: it holds {shown}{mine}; {remedy}, or give another folder", path)
+  raise errors.UserError(f"not replaced: it holds {shown}, not only what this writer writes ({mine}); {remedy}, "
+                         "or give another folder", path)
+
+
+def relative_paths(folder):
+  """Every file and folder under `folder`, at any depth, as sorted paths relative to it: "/"-separated, a folder's
+  ending in "/" (a link is listed as what it is, never followed)."""
+  found = []
+  for parent, folders, files in os.walk(folder):  # a link to a folder is in `folders`, and not walked
+    base = os.path.relpath(parent, folder).replace(os.sep, "/")
+    for name in folders + files:
+      entry = os.path.join(parent, name)
+      found.append(("" if base == "." else base + "/") + name +
+                   ("/" if os.path.isdir(entry) and not os.path.islink(entry) else ""))
+  return sorted(found)
 
 
 def sweep_stale(directory):
@@ -227,6 +260,20 @@ def _locked(directory):
     yield
   finally:
     os.close(fd)  # releases the lock
+
+
+def _exchange(a, b):
+  """Swaps the names of the paths `a` and `b` in one step (Linux's renameat2 with RENAME_EXCHANGE, since 3.15);
+  False, changing nothing, where the system or its file system cannot."""
+  renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+  if renameat2 is None:
+    return False
+  if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+    return True
+  code = ctypes.get_errno()
+  if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+    return False
+  raise OSError(code, os.strerror(code), b)
 
 
 def _alive(pid):

@@ -129,3 +129,22 @@ def test_outputs_get_the_modes_the_umask_gives(tmp_path, umask, file_mode, dir_m
   assert os.stat(tmp_path / "f.json").st_mode & 0o777 == file_mode
   assert os.stat(folder).st_mode & 0o777 == dir_mode
   assert os.stat(folder / "info.json").st_mode & 0o777 == file_mode
+
+
+def test_a_folder_is_replaced_in_one_step(tmp_path, monkeypatch):
+  """The old folder and the new one swap names at once (Linux's renameat2), so that a kill at any moment leaves a
+  whole folder at the path: no rename in the write leaves the path without one."""
+  folder = tmp_path / "out"
+  (folder / "data").mkdir(parents=True)
+  (folder / "info.json").write_text("old")
+  rename, missing = os.replace, []
+
+  def replace(src, dst):
+    rename(src, dst)
+    if not folder.is_dir():
+      missing.append((src, dst))
+
+  monkeypatch.setattr(os, "replace", replace)
+  _write(folder)
+  assert not missing and sorted(os.listdir(folder)) == ["info.json"] and (folder / "info.json").read_text() == "{}"
+  assert os.listdir(tmp_path) == ["out"]  # the old folder is gone
