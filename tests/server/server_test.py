@@ -21,13 +21,8 @@ import time
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import bert_flow_tf
-from bert_flow_tf.server import batcher as batcher_lib
-from bert_flow_tf.server import metrics as metrics_lib
-from bert_flow_tf.server import served_export
-from tests import tiny_runs
 from tests.embedding.tiny_model import SENTENCES
 
 pytestmark = pytest.mark.slow  # an export and two server processes: ~40 s
@@ -98,21 +93,12 @@ class Server:
 
 
 @pytest.fixture(scope="module", name="setup")
-def fixture_setup(tmp_path_factory):
-  """The tiny BERT ending in a Normalize (as the preset) with a fitted flow (SentenceEncoder), its export (a binary
-  search corpus; the int8 ranges in export_info.json), the export loaded here, and a server of it."""
-  tmp = tmp_path_factory.mktemp("server")
-  flow_config = tmp / "flow.json"
-  flow_config.write_text(json.dumps({"coupling_width": 8, "n_levels": 2, "depth": 1}))
-  enc = bert_flow_tf.SentenceEncoder.from_pretrained(tiny_runs.tiny_model_dir(tmp), pooling="first-last-avg",
-                                                     max_seq_length=16)
-  enc.fit(SENTENCES, flow_config=str(flow_config), batch_size=4)
-  enc.normalize = True  # unit-length vectors out of every door, as the preset's pipeline
-  export_dir = str(tmp / "export")
-  enc.export(export_dir, corpus=SENTENCES, search="binary", truncate_dim=8)
+def fixture_setup(tiny_export):
+  """conftest's tiny export (SentenceEncoder "enc", "export_dir", "tmp"), the export loaded here, and a server of
+  it."""
+  export_dir, tmp = tiny_export["export_dir"], tiny_export["tmp"]
   server = Server(export_dir, tmp / "server.log", *LIMITS)
-  yield {"enc": enc, "exported": bert_flow_tf.ExportedEncoder(export_dir), "server": server, "port": server.port,
-         "export_dir": export_dir, "tmp": tmp}
+  yield {**tiny_export, "exported": bert_flow_tf.ExportedEncoder(export_dir), "server": server, "port": server.port}
   assert server.stop() == 0, server.text()
   assert "stopped: every accepted request answered" in server.text() and "Traceback" not in server.text()
 
@@ -345,36 +331,3 @@ def test_sigterm_drains_the_requests_in_flight_and_a_full_queue_is_429(setup):
   log = server.stop() == 0 and server.text()
   assert "stopped: every accepted request answered" in log and "Traceback" not in log
   assert os.path.getsize(setup["tmp"] / "drain.log") < 100000
-
-
-def test_batches_cut_by_tokens_give_the_one_call_rows(setup):
-  """The batcher's two paths (one call that embeds and counts; counted, sorted and cut by --max_batch_tokens) give
-  each request the same rows and token counts, in its own order."""
-  served = served_export.ServedExport(setup["export_dir"])
-  requests = [SENTENCES[:3], SENTENCES[3:4], SENTENCES[4:]]
-
-  def answers(**caps):
-    batcher = batcher_lib.Batcher(served, metrics_lib.Metrics(), **caps)
-    got = []
-    for texts in requests:
-      batcher.submit(texts, lambda result, error: got.append((result, error)))
-    batcher.start()
-    batcher.stop(60)
-    assert [error for _, error in got] == [None] * len(requests)
-    return [result for result, _ in got], batcher.metrics
-
-  whole, whole_metrics = answers()
-  cut, cut_metrics = answers(max_batch_sentences=3, max_batch_tokens=3 * 6)
-  calls = lambda m: m.registry.get_sample_value("bert_flow_batch_sentences_count")
-  assert calls(whole_metrics) == 1 and calls(cut_metrics) > len(SENTENCES) / 3
-  want = setup["enc"].encode(SENTENCES)
-  rows = lambda vectors: served.request_output(vectors, "float32", None)  # as served: unit length
-  for texts, (vectors, tokens), (cut_vectors, cut_tokens) in zip(requests, whole, cut):
-    np.testing.assert_allclose(rows(vectors), rows(cut_vectors), **CLOSE)
-    np.testing.assert_array_equal(tokens, cut_tokens)
-    np.testing.assert_array_equal(tokens, served.token_counts(texts))
-  np.testing.assert_allclose(rows(np.concatenate([v for v, _ in whole])), want, **CLOSE)
-  # an export written without the with_token_counts signature: tokenized again for the counts
-  twice = [t.numpy() for t in served._embed_tokenized_twice(tf.constant(SENTENCES))]  # pylint: disable=protected-access
-  np.testing.assert_allclose(rows(twice[0]), want, **CLOSE)
-  np.testing.assert_array_equal(twice[1], np.concatenate([tokens for _, tokens in whole]))
