@@ -7,9 +7,10 @@
   GET  /metrics         Prometheus text format (metrics)
 
 Every answer other than 200 is `protocol.ApiError`'s JSON with a one-line message; an unexpected error is logged
-here with its traceback and answered as a 500 "internal error" without one. The warm-up runs as soon as the app
-starts (the port is open meanwhile, /health says 503). On SIGTERM uvicorn stops accepting and lets the requests in
-flight finish, within the deadline of `shutdown.Shutdown`: a request still in flight then is answered 503.
+here with its traceback and answered as a 500 "internal error" without one. A client that closes its connection
+before its body is complete is counted as 499 (nothing is sent). The warm-up runs as soon as the app starts (the
+port is open meanwhile, /health says 503). On SIGTERM uvicorn stops accepting and lets the requests in flight
+finish, within the deadline of `shutdown.Shutdown`: a request still in flight then is answered 503.
 """
 import asyncio
 import contextlib

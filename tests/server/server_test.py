@@ -11,9 +11,11 @@ import json
 import pathlib
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -180,6 +182,24 @@ def test_concurrent_clients_get_the_serial_vectors_in_their_order(setup):
     np.testing.assert_allclose(many, want[order], **CLOSE)
   batches, sentences = (metric(port, f"bert_flow_batch_sentences_{part}") for part in ("count", "sum"))
   assert sentences / batches > 1  # the concurrent requests shared model runs
+
+
+def test_a_client_gone_mid_body_is_a_499_in_one_log_line(setup):
+  """Headers that promise 100 bytes, 40 of them, then the connection closed: counted under 499, never a 500."""
+  port, server = setup["port"], setup["server"]
+  with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+    client.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: 100\r\n\r\n" + b'{"model": "tiny", "input": "' + b"a" * 12)
+  counted = lambda status: metric(port, f'bert_flow_requests_total{{endpoint="/v1/embeddings",status="{status}"}}')
+  deadline = time.monotonic() + 30
+  while counted(499) is None and counted(500) is None:  # 500: the request counted as the server's failure
+    assert time.monotonic() < deadline, server.text()
+    time.sleep(0.1)
+  assert counted(499) == 1 and counted(500) is None
+  while not re.search(r"127\.0\.0\.1:\d+ /v1/embeddings 499 0 inputs [\d.]+ ms\n", server.text()):  # the access
+    assert time.monotonic() < deadline, server.text()                                # line: once it is answered
+    time.sleep(0.1)
+  assert "Traceback" not in server.text() and "/v1/embeddings failed" not in server.text()
 
 
 def test_search_equals_the_exports_search(setup):
