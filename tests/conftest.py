@@ -25,7 +25,7 @@ NUM_LOGICAL_CPUS = 2
 LONGEST_FIRST = ["calibration/faithful_test.py", "siamese/siamese_test.py", "end_to_end_test.py", "sigkill_test.py",
                  "run_flow_paths_test.py", "loaders/original_checkpoint_test.py", "api_test.py",
                  "beam/entry_point_test.py", "serving_doc_test.py", "serving_test.py", "beam/pipeline_test.py",
-                 "error_matrix_test.py", "notebooks_test.py", "server/server_test.py",
+                 "error_matrix_test.py", "notebooks_test.py", "server/stop_test.py", "server/server_test.py",
                  "embedding/engine_test.py", "door_matrix_test.py", "embedding/store_test.py",
                  "calibration/store_stream_test.py", "calibration/flow_fitting_test.py", "st_api_test.py",
                  "loaders/loaders_test.py", "glow/model_test.py"]

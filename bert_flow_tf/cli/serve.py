@@ -4,8 +4,9 @@ command; docs/serving.md).
   bert-flow-serve --export_dir=EXPORT_DIR [--port=8000]
   python -m bert_flow_tf.server --export_dir=EXPORT_DIR
 
-The export's SavedModels run in this process (bert_flow_tf.server); SIGTERM or Ctrl-C stops accepting, answers the
-requests in flight, then exits with status 0.
+The export's SavedModels run in this process (bert_flow_tf.server); SIGTERM or Ctrl-C stops accepting and answers
+the requests in flight, then exits with status 0; those still in flight after --shutdown_timeout_s are answered 503
+and the exit status is 75 (server.shutdown).
 """
 import os
 
@@ -40,6 +41,7 @@ def main(argv):
     from bert_flow_tf.server import limits
     from bert_flow_tf.server import metrics as metrics_lib
     from bert_flow_tf.server import served_export
+    from bert_flow_tf.server import shutdown
     # pylint: enable=g-import-not-at-top
   logs.quiet_tensorflow()
   began = time.monotonic()
@@ -48,18 +50,20 @@ def main(argv):
   work = batcher.Batcher(served, metrics, FLAGS.max_batch_sentences, FLAGS.max_batch_tokens,
                          FLAGS.max_queue_sentences, FLAGS.batch_wait_ms / 1e3)
   request_limits = limits.Limits(FLAGS.max_inputs, FLAGS.max_chars, FLAGS.max_body_bytes)
-  application = app_lib.create_app(served, work, metrics, request_limits)
+  stop = shutdown.Shutdown(work, FLAGS.shutdown_timeout_s)
+  application = app_lib.create_app(served, work, metrics, request_limits, stop)
   config = uvicorn.Config(application, host=FLAGS.host, port=FLAGS.port, log_level="warning", access_log=False,
-                          timeout_graceful_shutdown=FLAGS.shutdown_timeout_s, lifespan="on")
-  server = uvicorn.Server(config)
+                          timeout_graceful_shutdown=FLAGS.shutdown_timeout_s + shutdown.GRACE_S, lifespan="on")
+  server = shutdown.Server(config, stop)
   logging.info("serving %r (D=%d, precisions %s, search %s) from %s on http://%s:%d, loaded in %.1f s",
                served.name, served.dim, ",".join(served.precisions), ",".join(served.search_precisions) or "none",
                FLAGS.export_dir, FLAGS.host, FLAGS.port, time.monotonic() - began)
-  # uvicorn drains on SIGTERM / SIGINT, then raises the signal again to the handler it found: this one, so that a
-  # drained server exits 0 (and a signal before uvicorn takes over still stops it).
+  # uvicorn drains on SIGTERM / SIGINT, then raises the signal again to the handler it found: this one, so that the
+  # exit status is the stop's (and a signal before uvicorn takes over still stops it).
   for stop_signal in (signal.SIGTERM, signal.SIGINT):
     signal.signal(stop_signal, lambda *_: setattr(server, "should_exit", True))
   server.run()
+  return stop.report()
 
 
 def run():

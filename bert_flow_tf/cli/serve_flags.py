@@ -39,6 +39,7 @@ def define_flags(flag_values=flags.FLAGS):
   flags.DEFINE_integer("max_chars", _DEFAULTS.max_chars, "Characters per string.", lower_bound=1, flag_values=fv)
   flags.DEFINE_integer("max_body_bytes", _DEFAULTS.max_body_bytes, "Bytes per request body (413 over it).",
                        lower_bound=1, flag_values=fv)
-  flags.DEFINE_float("shutdown_timeout_s", 30., "On SIGTERM, seconds the requests in flight get to finish.",
-                     lower_bound=0., flag_values=fv)
+  flags.DEFINE_float("shutdown_timeout_s", 30., "On SIGTERM, seconds the requests in flight get to finish; "
+                     "those still unanswered then get a 503 and the exit status is 75.", lower_bound=0.,
+                     flag_values=fv)
   flags.mark_flags_as_required(["export_dir"], flag_values=fv)

@@ -6,6 +6,7 @@
   limits         what one request may hold; the body read within its size limit
   metrics        the Prometheus metrics
   app            the FastAPI application (routes, access log, errors), run under uvicorn by cli/serve.py
+  shutdown       the stop on SIGTERM: the deadline, the 503s of the requests it cuts off, the exit status
 
 Needs the `server` extra (`pip install "bert-flow-tf[server]"`: fastapi, uvicorn, httptools, uvloop, orjson,
 prometheus-client).

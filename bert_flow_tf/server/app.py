@@ -7,9 +7,10 @@
   GET  /metrics         Prometheus text format (metrics)
 
 Every answer other than 200 is `protocol.ApiError`'s JSON with a one-line message; an unexpected error is logged
-here with its traceback and answered as a 500 "internal error" without one. The warm-up runs as soon as the app
-starts (the port is open meanwhile, /health says 503); on shutdown (SIGTERM: uvicorn stops accepting, then lets
-the requests in flight finish) the batcher answers what it queued before it stops.
+here with its traceback and answered as a 500 "internal error" without one. A client that closes its connection
+before its body is complete is counted as 499 (nothing is sent). The warm-up runs as soon as the app starts (the
+port is open meanwhile, /health says 503). On SIGTERM uvicorn stops accepting and lets the requests in flight
+finish, within the deadline of `shutdown.Shutdown`: a request still in flight then is answered 503.
 """
 import asyncio
 import contextlib
@@ -42,7 +43,7 @@ def _future_done(loop, future):
   return lambda result, error: loop.call_soon_threadsafe(resolve, result, error)
 
 
-def create_app(served, batcher, metrics, limits):
+def create_app(served, batcher, metrics, limits, stop):
   """The application over a ServedExport and its Batcher (not started: the app's lifespan starts and stops it).
 
   Args:
@@ -50,11 +51,12 @@ def create_app(served, batcher, metrics, limits):
     batcher: server.batcher.Batcher over `served`.
     metrics: server.metrics.Metrics.
     limits: server.limits.Limits.
+    stop: server.shutdown.Shutdown over `batcher`: the requests in flight, the deadline of a stop.
 
   Returns:
     fastapi.FastAPI.
   """
-  state = {"ready": False, "in_flight": 0}  # in_flight: requests between their arrival and their answer
+  state = {"ready": False}
   created = int(time.time())
 
   async def queued(submit, *args):
@@ -70,7 +72,7 @@ def create_app(served, batcher, metrics, limits):
     """(vectors, tokens) of one request's texts: on this thread when it is the only request in flight and the model
     is idle (`Batcher.run_now`: no hand-offs), else through the queue, batched with the others."""
     await asyncio.sleep(0)  # lets the requests that arrived with this one start first, so that they count
-    now = batcher.run_now(texts) if state["in_flight"] == 1 else None
+    now = batcher.run_now(texts) if stop.in_flight == 1 else None
     return now if now is not None else await queued(batcher.submit, texts)
 
   async def warm_up():
@@ -87,12 +89,13 @@ def create_app(served, batcher, metrics, limits):
     batcher.start()
     task = asyncio.get_running_loop().create_task(warm_up())
     yield
+    stop.end()
     state["ready"] = False
     metrics.ready.set(0)
     await asyncio.to_thread(batcher.stop)
-    if not task.done():
-      task.cancel()
-    logging.info("stopped: every accepted request answered")
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, batcher_lib.Abandoned):  # a warm-up cut short by the stop
+      await task
 
   app = fastapi.FastAPI(title="bert-flow-tf embeddings", lifespan=lifespan, docs_url=None, redoc_url=None,
                         openapi_url=None)
@@ -100,20 +103,25 @@ def create_app(served, batcher, metrics, limits):
   async def answered(endpoint, request, handle):
     """Runs handle(body) -> (bytes, n inputs) with the access log, the metrics and the error shape."""
     began = time.monotonic()
-    inputs, headers = 0, None
-    state["in_flight"] += 1
+    inputs, headers, error = 0, None, None
+    task = stop.track()
     try:
       body = await limits_lib.read_body(request, limits.max_body_bytes)
       content, inputs = await handle(body)
       status = 200
     except protocol.ApiError as e:
-      status, content, headers = e.status, e.body(), e.headers
+      error = e
+    except asyncio.CancelledError:  # the stop's deadline: a 503; any other cancel goes on
+      if not stop.expired:
+        raise
+      error = stop.answer_cancelled(task)
     except Exception:  # pylint: disable=broad-except  logged here; the client gets one line, never a traceback
       logging.exception("%s failed", endpoint)
       error = protocol.ApiError(500, "internal error (the server's log has the details)")
-      status, content = error.status, error.body()
     finally:
-      state["in_flight"] -= 1
+      stop.untrack(task)
+    if error is not None:
+      status, content, headers = error.status, error.body(), error.headers
     seconds = time.monotonic() - began
     metrics.requests.labels(endpoint, str(status)).inc()
     metrics.latency.labels(endpoint).observe(seconds)

@@ -14,7 +14,10 @@ one is counted first, sorted by length and run in model calls of at most `max_ba
 for the model (a search) is queued as a call and runs alone, in turn, on the worker: one model call runs at a time,
 so TensorFlow's calls never compete for the cores.
 
-`stop` lets the worker finish everything queued, then ends it: what was accepted is answered.
+`stop` lets the worker finish everything queued, then ends it: what was accepted is answered. `abandon` (a stop
+that ran out of time) answers every queued request with Abandoned at once instead, and a batch cut in several model
+calls with Abandoned after the call that runs; the worker then ends. Either way every request's `done` is called
+exactly once.
 
 Legend: n = sentences of a batch, D = width.
 """
@@ -32,6 +35,13 @@ class QueueFull(Exception):
   def __init__(self, retry_after):
     super().__init__(f"the queue is full; retry after {retry_after} s")
     self.retry_after = retry_after
+
+
+class Abandoned(Exception):
+  """A request dropped by `Batcher.abandon` before its answer was computed."""
+
+  def __init__(self):
+    super().__init__("abandoned: the batcher stopped before this request ran")
 
 
 class _Item:
@@ -66,6 +76,7 @@ class Batcher:
     self._queued = 0  # sentences in _queue
     self._cond = threading.Condition()
     self._stopping = False
+    self._abandoned = False
     self._busy = False  # a batch or a call is running (on the worker, or in `run_now`)
     self._thread = threading.Thread(target=self._work, name="batcher", daemon=True)
     self._sentences_per_s = 100.  # a running estimate, for Retry-After
@@ -79,6 +90,21 @@ class Batcher:
       self._stopping = True
       self._cond.notify_all()
     self._thread.join(timeout)
+
+  def abandon(self):
+    """Answers every queued request done(None, Abandoned()) now, on this thread, and makes the worker end after
+    the batch it runs (a batch cut in several model calls ends after the call that runs, its requests answered
+    Abandoned). Returns the number of queued requests dropped; `stop` then waits for that batch at most."""
+    with self._cond:
+      self._stopping = self._abandoned = True
+      dropped = list(self._queue)
+      self._queue.clear()
+      self._queued = 0
+      self.metrics.queue.set(0)
+      self._cond.notify_all()
+    for item in dropped:
+      item.done(None, Abandoned())
+    return len(dropped)
 
   def submit(self, texts, done):
     """Queues a request's sentences; done((calibrated vectors float32 [n, D], tokens int64 [n]), error) is called
@@ -154,6 +180,8 @@ class Batcher:
           results = [items[0].fn()]
         else:
           results = self._run([item.texts for item in items])
+      except Abandoned as e:
+        results, error = [None] * len(items), e
       except Exception as e:  # pylint: disable=broad-except  the requests get a 500; the worker goes on
         logging.exception("the model failed on a batch of %d requests", len(items))
         results, error = [None] * len(items), e
@@ -181,6 +209,8 @@ class Batcher:
     vectors = None
     start = 0
     while start < len(order):
+      if self._abandoned:
+        raise Abandoned()
       stop = start + 1
       while (stop < len(order) and stop - start < self.max_batch_sentences and
              (stop + 1 - start) * tokens[order[stop]] <= self.max_batch_tokens):

@@ -2,9 +2,13 @@
 
 `read_body` refuses a Content-Length over `max_body_bytes` with 413 before a byte of the body is read, and counts a
 body sent without one (chunked) as it streams in, refusing it at the first chunk over the limit: a 10 MB request
-never sits in memory whole. The other limits are checked where the request is read (`protocol`).
+never sits in memory whole. A client that closes its connection before the body is complete gets
+`protocol.CLIENT_CLOSED` (499: nothing can be sent to it). The other limits are checked where the request is read
+(`protocol`).
 """
 import dataclasses
+
+from starlette import requests
 
 from bert_flow_tf.server import protocol
 
@@ -28,14 +32,19 @@ def too_large(limit):
 
 
 async def read_body(request, limit):
-  """The body of a Starlette request, at most `limit` bytes, else protocol.ApiError 413 (see the module notes)."""
+  """The body of a Starlette request, at most `limit` bytes, else protocol.ApiError 413 (or 499: the client went
+  away; see the module notes)."""
   declared = request.headers.get("content-length")
   if declared is not None and declared.isdigit() and int(declared) > limit:
     raise too_large(limit)
   chunks, seen = [], 0
-  async for chunk in request.stream():
-    seen += len(chunk)
-    if seen > limit:
-      raise too_large(limit)
-    chunks.append(chunk)
+  try:
+    async for chunk in request.stream():
+      seen += len(chunk)
+      if seen > limit:
+        raise too_large(limit)
+      chunks.append(chunk)
+  except requests.ClientDisconnect:
+    raise protocol.ApiError(protocol.CLIENT_CLOSED, f"the client closed the connection after {seen} bytes of its "
+                                                    "body") from None
   return b"".join(chunks)

@@ -24,6 +24,7 @@ import orjson
 
 from bert_flow_tf.quantization import hamming_search
 
+CLIENT_CLOSED = 499  # nginx's status for a client that closed its connection before its answer: never sent
 TOKEN_IDS_HINT = ("input holds token ids; this server tokenizes text with its own model's vocabulary, so send the "
                   "text itself: a string or a list of strings (LangChain: OpenAIEmbeddings(..., "
                   "check_embedding_ctx_length=False))")

