@@ -33,11 +33,7 @@ from bert_flow_tf.quantization import sentence_codes
 from bert_flow_tf.quantization import truncation
 from bert_flow_tf.serving import export_folder
 from bert_flow_tf.utils import errors
-<<<<<<< HEAD
-=======
-from bert_flow_tf.utils import io_utils
 from bert_flow_tf.utils import saved_models
->>>>>>> saveload
 
 
 def load_text_model(path):
@@ -135,16 +131,8 @@ class ExportedEncoder(st_api.StApi):
   """
 
   def __init__(self, export_dir, version=None, batch_size=settings.BATCH_SENTENCES):
-<<<<<<< HEAD
     self.info = export_folder.read_info(export_dir)
     info_path = os.path.join(export_dir, export_folder.INFO_FILE)
-=======
-    os.listdir(export_dir)  # a missing or unreadable export folder: the OSError names it
-    self.version = latest_version(export_dir) if version is None else version
-    info_path = os.path.join(export_dir, export.INFO_FILE)
-    self.info = io_utils.read_json_object(info_path, "no export_info.json: not an export (SentenceEncoder.export, "
-                                          "run_flow.py --export_dir)")
->>>>>>> saveload
     if not isinstance(self.info.get("dim"), int) or isinstance(self.info.get("dim"), bool) or self.info["dim"] < 1:
       raise errors.UserError(f"'dim' must be an int >= 1, got {self.info.get('dim')!r}", info_path)
     dim, order, ranges = self.info["dim"], self.info.get("truncation_order"), self.info.get("int8_ranges")
@@ -159,16 +147,9 @@ class ExportedEncoder(st_api.StApi):
                              export_dir)
     self.text_model = load_text_model(os.path.join(export_dir, "text", str(self.version)))
     super().__init__(SavedModelEmbedder(self.text_model, dim, self.info.get("max_seq_length"), batch_size), codes)
-<<<<<<< HEAD
     self.search_model, self.binary_search_model = (
-        tf.saved_model.load(os.path.join(export_dir, part)) if export_folder.holds(self.info, part) else None
+        saved_models.load(os.path.join(export_dir, part)) if export_folder.holds(self.info, part) else None
         for part in (f"search/{self.version}", f"{binary_search_model.KIND}/{self.version}"))
-=======
-    search_dir = os.path.join(export_dir, "search", str(self.version))
-    self.search_model = saved_models.load(search_dir) if os.path.isdir(search_dir) else None
-    binary_dir = os.path.join(export_dir, binary_search_model.KIND, str(self.version))
-    self.binary_search_model = saved_models.load(binary_dir) if os.path.isdir(binary_dir) else None
->>>>>>> saveload
 
   @property
   def max_seq_length(self):

@@ -63,11 +63,12 @@ def read_info(export_dir):
   """export_info.json of `export_dir`, as a dict (its fields unchecked: the loader's).
 
   Raises:
-    FileNotFoundError: no such folder. errors.UserError: no export_info.json (an export's last file), or one that
+    FileNotFoundError: no such folder. PermissionError: an unreadable one. errors.UserError: no export_info.json (an export's last file), or one that
       does not read as a JSON object.
   """
   if not os.path.isdir(export_dir):
     raise errors.missing_file("no such export folder", export_dir)
+  os.listdir(export_dir)  # an unreadable export folder: the PermissionError names it
   path = os.path.join(export_dir, INFO_FILE)
   if not os.path.isfile(path):
     raise errors.UserError(f"not a complete export: no {INFO_FILE}, which an export writes last "
