@@ -196,7 +196,6 @@ def check_replaceable(path, own=(), overwrite=False, remedy="pass overwrite=True
   entries = sorted(os.listdir(path))
   if not entries or overwrite:
     return
-  mine = f"{own[0]} and its files" if own else "nothing"
   if own and own[0] in entries and set(entries) <= set(own):
     listed = None if written is None else set(written(path))
     stray = None if listed is None else next((p for p in relative_paths(path) if p not in listed), None)
@@ -206,8 +205,8 @@ def check_replaceable(path, own=(), overwrite=False, remedy="pass overwrite=True
                            f"{remedy}, or give another folder", path)
   foreign = [e for e in entries if e not in own] if own and own[0] in entries else entries
   shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-  raise errors.UserError(f"not replaced: it holds {shown}, not only what this writer writes ({mine}); {remedy}, "
-                         "or give another folder", path)
+  mine = f", not only what this writer writes ({own[0]} and its files)" if own else ""
+  raise errors.UserError(f"not replaced: it holds {shown}{mine}; {remedy}, or give another folder", path)
 
 
 def relative_paths(folder):

@@ -1,5 +1,6 @@
-"""A damaged SavedModel at every door that loads one: ExportedEncoder (and so the server and the encode command)
-and a TF-Hub model the caller names end in one line naming the file and what is wrong with it (saved_models)."""
+"""A damaged SavedModel at every door that loads one ends in one line naming the file: `saved_models.load` says what
+is wrong with it (a TF-Hub model the caller names); an export's checksums (export_folder) refuse it first at
+ExportedEncoder, the server and the encode command."""
 import contextlib
 import os
 import shutil
@@ -14,6 +15,7 @@ import tensorflow_text  # noqa: F401  pylint: disable=unused-import (imported be
 import bert_flow_tf
 from bert_flow_tf.loaders import tfhub
 from bert_flow_tf.utils import errors
+from bert_flow_tf.utils import saved_models
 from tests import tiny_runs
 from tests.embedding.tiny_model import SENTENCES
 from tests.embedding.tiny_model import tiny_model
@@ -95,13 +97,16 @@ def _damaged(export_dir, name):
 
 
 @pytest.mark.parametrize("name", sorted(DAMAGES))
-def test_a_damaged_export_is_named_in_one_line(export_dir, name):
+def test_a_damaged_saved_model_is_named_in_one_line(export_dir, name):
   copy, text_model = _damaged(export_dir, name)
   _, file, what = DAMAGES[name]
   with pytest.raises(errors.UserError) as refused:
-    bert_flow_tf.ExportedEncoder(copy)
+    saved_models.load(text_model)
   assert str(refused.value).startswith(f"{os.path.join(text_model, file)}: ") and what in str(refused.value)
   assert "\n" not in str(refused.value)
+  with pytest.raises(errors.UserError) as refused:  # the export's checksums name it before TensorFlow reads it
+    bert_flow_tf.ExportedEncoder(copy)
+  assert os.path.join("text", "1", file) in str(refused.value) and "\n" not in str(refused.value)
 
 
 def test_an_unreadable_saved_model_pb_and_export_folder_are_named(export_dir):
@@ -132,8 +137,8 @@ def test_the_encode_command_ends_in_one_line_on_an_empty_saved_model_pb(export_d
   (tmp_path / "in.txt").write_text("a man plays the guitar .\n")
   process = tiny_runs.run("encode", [f"--exported_model={text_model}", f"--input_file={tmp_path / 'in.txt'}",
                                      f"--output_file={tmp_path / 'out.npy'}"], tmp_path, timeout=300)
-  _ends_in_one_line(process, "error: empty saved_model.pb: it holds no MetaGraph (cut short or corrupt) "
-                    f"({os.path.join(text_model, GRAPH)})")
+  _ends_in_one_line(process, "error: changed or damaged since it was exported: its SHA-256 is not the one "
+                    f"export_info.json records; export it again ({os.path.join(text_model, GRAPH)})")
   assert not (tmp_path / "out.npy").exists()
 
 
@@ -145,4 +150,5 @@ def test_the_server_ends_in_one_line_at_start_up_on_a_missing_variables_file(exp
   process = subprocess.run([sys.executable, "-m", "bert_flow_tf.server", f"--export_dir={copy}", f"--port={port}"],
                            capture_output=True, text=True, cwd=tmp_path, timeout=300,
                            env=dict(os.environ, PYTHONPATH=tiny_runs.REPO))
-  _ends_in_one_line(process, f"error: the SavedModel's variables are missing ({os.path.join(text_model, DATA)})")
+  _ends_in_one_line(process, f"error: not a complete export: {os.path.join('text', '1', DATA)} is missing (listed in "
+                    f"export_info.json); export it again ({copy})")
