@@ -146,7 +146,9 @@ def embed_files(input_pattern, cache_dir, model_kwargs, poolings, max_seq_length
   """Embeds the distinct sentences of the files `input_pattern` matches into the store under `cache_dir`.
 
   Loads the model here too (the store key hashes its files; the quantities depend on its depth), then runs the
-  pipeline (`local_runner.run`: a lost worker process ends it with `local_runner.LostWorker`) and waits for it.
+  pipeline (`local_runner.run`: a lost worker process ends it with `local_runner.LostWorker`, a SIGTERM with
+  `local_runner.Terminated`) and waits for it. Before and after the run it removes the temporary files that killed
+  writers on this host left in the store (`BeamFiles.sweep_stale`).
 
   Args:
     input_pattern: str, a file or glob, any filesystem Beam knows (gs://bucket/corpus/*.txt); UTF-8 text.
@@ -179,4 +181,14 @@ def embed_files(input_pattern, cache_dir, model_kwargs, poolings, max_seq_length
   p = beam.Pipeline(options=options or local_runner.options(1))
   _ = (p | "Read" >> beam.io.ReadFromText(input_pattern)
        | "EmbedIntoStore" >> EmbedIntoStore(folder, handler, names, shard_size))
-  return {"folder": folder, "names": list(names), **counters(local_runner.run(p))}
+  _sweep_stale(folder, names)   # what killed runs on this host left
+  try:
+    result = local_runner.run(p)
+  finally:   # what this run's killed workers left (a lost worker, a stop)
+    _sweep_stale(folder, names)
+  return {"folder": folder, "names": list(names), **counters(result)}
+
+
+def _sweep_stale(folder, names):
+  for name in names:
+    filesystem.BEAM_FILES.sweep_stale(filesystem.BEAM_FILES.join(folder, name))

@@ -8,7 +8,8 @@ The model, pooling, max_seq_length, cache folder and batch flags are run_flow.py
 Without --runner the pipeline runs here on Beam's FnApi runner with --num_workers worker processes; any other Beam
 pipeline option (--runner=DataflowRunner --project ... --region ... --temp_location ...) is passed to Beam as given,
 and --num_workers goes to it too (Dataflow's worker count). Commands for Dataflow, Flink and Spark: docs/beam.md.
-Prints one JSON line: the store folder, the quantities and the counters.
+Prints one JSON line: the store folder, the quantities and the counters. A SIGTERM stops the workers and exits
+with status 143; no worker process outlives this one (docs/beam.md).
 """
 import json
 import logging
@@ -87,10 +88,15 @@ def main(argv):
     threads = threads or max(1, (os.cpu_count() or 1) // FLAGS.num_workers)
   else:
     options = pipeline_options(beam_args, num_workers=FLAGS.num_workers)
-  summary = pipeline.embed_files(
-      FLAGS.input_pattern, FLAGS.cache_dir, model_flags.model_kwargs(FLAGS), FLAGS.pooling,
-      FLAGS.max_seq_length, FLAGS.encode_batch_sentences, FLAGS.shard_size, FLAGS.inference_batch_sentences,
-      threads, options)
+  try:
+    summary = pipeline.embed_files(
+        FLAGS.input_pattern, FLAGS.cache_dir, model_flags.model_kwargs(FLAGS), FLAGS.pooling,
+        FLAGS.max_seq_length, FLAGS.encode_batch_sentences, FLAGS.shard_size, FLAGS.inference_batch_sentences,
+        threads, options)
+  except local_runner.Terminated:   # exits with status 143
+    sys.stderr.write("error: stopped by SIGTERM; the worker processes were stopped. The shards written so far are "
+                     "kept: run the same command again to embed the rest\n")
+    raise
   print(json.dumps(summary, sort_keys=True))
   sys.stdout.flush()
 

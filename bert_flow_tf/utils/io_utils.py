@@ -226,8 +226,7 @@ def sweep_stale(directory):
   """Removes the `.tmp-<pid>-*` files and folders in `directory` that writers on this host left when they were
   killed (their process is gone); another live process's are kept."""
   for name in os.listdir(directory):
-    match = _TMP_NAME.match(name)
-    if not match or match.group(2) != _HOST or _alive(int(match.group(1))):
+    if not left_by_dead_writer(name):
       continue
     try:
       _remove(os.path.join(directory, name))
@@ -235,10 +234,21 @@ def sweep_stale(directory):
       pass
 
 
+def tmp_name(suffix=""):
+  """A new temporary file name for this process: .tmp-<pid>-<host>-<random><suffix> (no folder)."""
+  return f"{_TMP_PREFIX}{os.getpid()}-{_HOST}-{secrets.token_hex(4)}{suffix}"
+
+
+def left_by_dead_writer(name):
+  """Whether the file name `name` (no folder) is a `tmp_name` of a writer on this host whose process is gone."""
+  match = _TMP_NAME.match(name)
+  return bool(match) and match.group(2) == _HOST and not _alive(int(match.group(1)))
+
+
 def _new_tmp(directory, create, suffix=""):
-  """Creates `directory`/.tmp-<pid>-<host>-<random><suffix> with `create(name)` (modes from the umask)."""
+  """Creates `directory`/`tmp_name(suffix)` with `create(name)` (modes from the umask)."""
   while True:
-    name = os.path.join(directory, f"{_TMP_PREFIX}{os.getpid()}-{_HOST}-{secrets.token_hex(4)}{suffix}")
+    name = os.path.join(directory, tmp_name(suffix))
     try:
       create(name)
       return name
