@@ -34,7 +34,6 @@ REFUSED = {
     "backend": "the backend is TensorFlow: export(dir) writes SavedModels for serving",
 }
 
-
 MULTI_PROCESS = ("multi-process encoding is not supported: encode uses every CPU core in one process (and one "
                  "tf.distribute strategy: give from_pretrained a model loaded under it); for a large corpus, the "
                  "Beam pipeline (python -m bert_flow_tf.beam, docs/beam.md)")
@@ -113,7 +112,6 @@ class TorchCalls:
 
   def __bool__(self):
     return True
-
 
 
 def constructor_words(kwargs):
