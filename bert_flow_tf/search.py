@@ -53,8 +53,9 @@ def cos_sim(a, b):
     np.float32 [n, m] (a [D] counts as [1, D]).
   """
   a, b = np.atleast_2d(a), np.atleast_2d(b)
-  if a.shape[1] != b.shape[1]:
-    raise ValueError(f"cosine of vectors of different widths: {a.shape} and {b.shape}")
+  if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
+    raise ValueError(f"cosine of vectors of shapes {list(a.shape)} and {list(b.shape)}: need [n, D] and [m, D] of "
+                     "one width D")
   return normalize(a) @ normalize(b).T
 
 

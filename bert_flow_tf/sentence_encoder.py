@@ -71,6 +71,7 @@ class SentenceEncoder(st_api.StApi):
   def __init__(self, model=presets.DEFAULT, calibration=None, batch_size=settings.BATCH_SENTENCES, cache_dir=None,
                prompts=None, default_prompt_name=None, truncate_dim=None, similarity_fn_name=None, normalize=None,
                pooling=None, max_seq_length=None, **load_kwargs):
+    model = st_habits.model_argument(model, load_kwargs, presets.DEFAULT)  # or model_name_or_path=
     device, load_kwargs = st_habits.constructor_words(load_kwargs)  # device=, ... (docs/api.md)
     saved = os.fspath(model) if encoder_folder.is_saved(model) else None
     if saved:  # a folder `save` wrote, read as `load(saved)` reads it; a keyword given here wins over the folder's
@@ -180,8 +181,8 @@ class SentenceEncoder(st_api.StApi):
     (`CalibratedEmbedder.raw`)."""
     return self.calibrated_embedder.raw(sentences, batch_size, show_progress_bar)
 
-  def fit(self, sentences, method="flow", flow_config=None, learning_rate=None, num_train_epochs=None,
-          batch_size=None, seed=None, init=None, from_store=False):
+  def fit(self, sentences=None, method="flow", flow_config=None, learning_rate=None, num_train_epochs=None,
+          batch_size=None, seed=None, init=None, from_store=False, **kwargs):
     """Fits a calibration on the raw vectors of `sentences` and sets it (replacing any other).
 
     The defaults are the paper's target setting (calibration.flow_fitting.FlowFitConfig): the flow fitted by
@@ -199,10 +200,13 @@ class SentenceEncoder(st_api.StApi):
         flow_model_config, learning_rate, num_train_epochs, batch_size (pairs per step), seed and init; None:
         FlowFitConfig's default. Ignored by the baselines.
       from_store: bool, fit by reading the store on disk (see above); `sentences` must then be text.
+      **kwargs: none is taken; sentence-transformers' fit(train_objectives=...) is refused in one line
+        (st_habits.check_fit_words).
 
     Returns self. Raises ValueError: a setting out of its range (named as above), a Glow config that does not load,
     fewer pairs than one step, or sentences that are not a list of str or vectors of this encoder's width.
     """
+    st_habits.check_fit_words(sentences, kwargs)
     given = {"flow_model_config": flow_config, "learning_rate": learning_rate, "num_train_epochs": num_train_epochs,
              "batch_size": batch_size, "seed": seed, "init": init}
     fit_config = dataclasses.replace(flow_fitting.FlowFitConfig(),

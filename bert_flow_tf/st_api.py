@@ -3,7 +3,8 @@
 `StApi` gives both encoders `encode` in sentence-transformers' signature, `encode_query` / `encode_document`,
 prompts, `truncate_dim`, `get_sentence_embedding_dimension`, `similarity_fn_name`, `similarity`,
 `similarity_pairwise`, `semantic_search` (at a precision: quantization.code_search) (and `device`, `to`, `eval`:
-st_habits.Devices), over two parts each encoder gives its constructor:
+st_habits.Devices; a torch model's calls refused in one line: st_habits.TorchCalls), over two parts each encoder
+gives its constructor:
 
   calibrated_embedder   sentences -> the calibrated vectors, with
                           dim: int D; max_seq_length: int; batch_size: int (read and set)
@@ -49,7 +50,7 @@ def _inputs(inputs, kwargs):
   return inputs
 
 
-class StApi(st_habits.Devices):
+class StApi(st_habits.Devices, st_habits.TorchCalls):
   """sentence-transformers' calls over an encoder's parts (see the module notes).
 
   Args:
@@ -231,8 +232,7 @@ class StApi(st_habits.Devices):
     if set(kwargs) - {"task"}:
       raise ValueError(f"encode got keyword arguments it does not use: {sorted(set(kwargs) - {'task'})}")
     if pool is not None or chunk_size is not None:
-      raise ValueError("multi-process encoding (pool, chunk_size) is not supported: encode runs one "
-                       "tf.distribute strategy (from_pretrained's model and strategy)")
+      raise ValueError(f"pool, chunk_size: {st_habits.MULTI_PROCESS}")
     st_layouts.check_precision(precision)
     progress.check_show(show_progress_bar)
     if output_value not in OUTPUT_VALUES:

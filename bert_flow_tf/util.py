@@ -1,13 +1,21 @@
 """sentence-transformers' `util` helpers that users reach for, on numpy vectors (`from bert_flow_tf import util`).
 
-  cos_sim, semantic_search     search.py's (the project's one cosine and top-k)
+  cos_sim (pytorch_cos_sim), semantic_search (information_retrieval)   search.py's (the one cosine and top-k)
+  dot_score, euclidean_sim, manhattan_sim                               similarity.py's: every a with every b
+  pairwise_cos_sim, pairwise_dot_score, pairwise_euclidean_sim,         similarity.py's: a[i] with b[i]
+    pairwise_manhattan_sim, pairwise_angle_sim
+  normalize_embeddings         rows scaled to unit length (search.normalize)
+  truncate_embeddings          the first truncate_dim dimensions
   quantize_embeddings          quantization/st_layouts.py's
   paraphrase_mining            the most similar pairs among a model's sentences (its `encode`), best first
   paraphrase_mining_embeddings the same on vectors
   community_detection          groups of vectors whose cosine to a central one is at least a threshold
 
-Each returns what sentence-transformers' function of that name returns on the same vectors (tests/util_test.py,
-against a fixture sentence-transformers wrote: scripts/make_util_fixture.py); equal scores keep the lower index first.
+Each takes sentence-transformers' arguments in its order and returns what sentence-transformers' function of that
+name returns on the same vectors (tests/util_test.py, against a fixture sentence-transformers wrote:
+scripts/make_util_fixture.py), as numpy where it returns torch tensors: the scores and normalized vectors are
+np.float32 arrays; equal scores keep the lower index first. Not here: the multi-vector MaxSim family, and the
+helpers of torch, training and the Hub.
 
 Legend: N = sentences (vectors), D = width.
 """
@@ -16,10 +24,36 @@ import heapq
 import numpy as np
 
 from bert_flow_tf.quantization import quantize_embeddings  # pylint: disable=unused-import
+from bert_flow_tf.quantization import truncation
 from bert_flow_tf.search import check_top_k
 from bert_flow_tf.search import cos_sim
 from bert_flow_tf.search import normalize
-from bert_flow_tf.search import semantic_search  # pylint: disable=unused-import
+from bert_flow_tf.search import semantic_search
+# pylint: disable=unused-import
+from bert_flow_tf.similarity import dot_score
+from bert_flow_tf.similarity import euclidean_sim
+from bert_flow_tf.similarity import manhattan_sim
+from bert_flow_tf.similarity import pairwise_angle_sim
+from bert_flow_tf.similarity import pairwise_cos_sim
+from bert_flow_tf.similarity import pairwise_dot_score
+from bert_flow_tf.similarity import pairwise_euclidean_sim
+from bert_flow_tf.similarity import pairwise_manhattan_sim
+# pylint: enable=unused-import
+
+# sentence-transformers' other names of the same functions.
+pytorch_cos_sim = cos_sim
+information_retrieval = semantic_search
+normalize_embeddings = normalize
+
+
+def truncate_embeddings(embeddings, truncate_dim):
+  """The first truncate_dim dimensions of embeddings [..., D] (None: all), in their dtype.
+
+  Raises:
+    ValueError: truncate_dim neither None nor an int in 1..D (sentence-transformers slices whatever it is given).
+  """
+  embeddings = np.asarray(embeddings)
+  return embeddings[..., truncation.kept(None, truncate_dim, embeddings.shape[-1])]
 
 
 def paraphrase_mining(model, sentences, show_progress_bar=False, batch_size=32, query_chunk_size=5000,

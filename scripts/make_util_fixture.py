@@ -9,7 +9,8 @@ sentence-transformers 6.2 in a venv of its own (the committed file was written s
 
 The vectors: 60 rows of width 8, float32, drawn with numpy's seed 0 around 5 random centres (spread 0.35), so that
 communities and near-duplicate pairs exist; rows 0..9 are the queries of the search. The file holds the vectors,
-sentence-transformers' version, and each helper's output under the arguments recorded beside it.
+sentence-transformers' version, and each helper's output under the arguments recorded beside it (the similarity
+functions: on rows 0..9 against all, and pairwise on rows 0..29 against rows 30..59; AnglE's also at width 7).
 """
 import argparse
 import json
@@ -18,6 +19,10 @@ import pathlib
 import numpy as np
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+# util's similarity functions, scored as every query (rows 0..9) with every row, and as row i with row 30 + i.
+MATRIX = ("dot_score", "euclidean_sim", "manhattan_sim", "pytorch_cos_sim")
+PAIRWISE = ("pairwise_cos_sim", "pairwise_dot_score", "pairwise_euclidean_sim", "pairwise_manhattan_sim",
+            "pairwise_angle_sim")
 
 
 def vectors():
@@ -32,6 +37,7 @@ def main():
   parser.add_argument("--out", default=str(REPO / "tests" / "fixtures" / "st_util.json"))
   args = parser.parse_args()
   import sentence_transformers  # pylint: disable=g-import-not-at-top,import-outside-toplevel
+  import torch  # pylint: disable=g-import-not-at-top,import-outside-toplevel
   from sentence_transformers import util  # pylint: disable=g-import-not-at-top,import-outside-toplevel
   x = vectors()
   out = {"sentence_transformers": sentence_transformers.__version__, "embeddings": x.tolist(),
@@ -46,6 +52,10 @@ def main():
              {"args": args_, "result": util.community_detection(x, **args_)}
              for args_ in ({"threshold": 0.9, "min_community_size": 3}, {"threshold": 0.8, "min_community_size": 8,
                                                                          "batch_size": 16})],
+         "similarity": {name: getattr(util, name)(x[:10], x).numpy().tolist() for name in MATRIX},
+         "pairwise": {name: getattr(util, name)(x[:30], x[30:]).numpy().tolist() for name in PAIRWISE},
+         "pairwise_angle_sim_odd_width": util.pairwise_angle_sim(x[:30, :7], x[30:, :7]).numpy().tolist(),
+         "normalize_embeddings": util.normalize_embeddings(torch.from_numpy(x[:10])).numpy().tolist(),
          "quantize_embeddings": {
              precision: util.quantize_embeddings(x[:10], precision=precision, calibration_embeddings=x).tolist()
              for precision in ("int8", "uint8", "binary", "ubinary")}}

@@ -125,6 +125,8 @@ def test_export_of_a_whitening_k_encoder(tiny, tmp_path):
   want = enc.encode(SENTENCES)
   assert np.abs(want).max() > 0.5  # whitened: O(1) values, where 1e-4 is a real check
   np.testing.assert_allclose(exported.encode(SENTENCES), want, atol=1e-4)
+  with pytest.raises(TypeError, match=r"^len\(model\): a sentence-transformers model is a list of torch modules"):
+    len(exported)  # StApi's refusals (tests/st_api_test.py) answer for an export too
 
 
 def test_load_refuses_a_calibration_of_another_model_or_pooling(tiny, tmp_path):

@@ -119,6 +119,23 @@ def test_refusals_are_one_line(enc):
       enc.semantic_search("a man", ["a dog"], top_k=top_k)
 
 
+def test_a_torch_models_calls_are_refused_in_one_line_saying_what_to_use(enc):
+  calls = [(enc.half, (), ValueError, r"^half\(\) casts torch weights to float16; .*encode\(precision='int8'"),
+           (enc.bfloat16, (), ValueError, r"^bfloat16\(\) casts torch weights; .*encode\(precision='int8'"),
+           (enc.push_to_hub, ("me/model",), ValueError, r"^push_to_hub: nothing is uploaded .*save\(dir\)"),
+           (enc.start_multi_process_pool, (), ValueError, "^start_multi_process_pool: multi-process encoding is not "
+                                                          r"supported: encode uses every CPU core .*Beam pipeline"),
+           (enc.encode_multi_process, (["a man"], None), ValueError, "^encode_multi_process: multi-process"),
+           (SentenceEncoder.stop_multi_process_pool, ({},), ValueError, "^stop_multi_process_pool: multi-process"),
+           (lambda: enc[0], (), TypeError, r"^model\[0\]: a sentence-transformers model is a list of torch modules"),
+           (len, (enc,), TypeError, r"^len\(model\): .*its settings are attributes \(max_seq_length")]
+  for call, args, error, message in calls:
+    with pytest.raises(error, match=message) as refused:
+      call(*args)
+    assert "\n" not in str(refused.value)
+  assert enc and enc.encode("a man").shape == (16,)  # an encoder is never empty, and still encodes
+
+
 def test_similarity_functions_accept_sentences_vectors_and_numpy_strings(enc):
   a = np.array([[1.0, 0.0], [3.0, 4.0]], np.float32)
   b = np.array([[0.0, 2.0]], np.float32)

@@ -36,6 +36,40 @@ def test_words_without_a_meaning_here_are_refused_in_one_line(tiny_dir, word):
   assert message.split(": ", 1)[1] == st_habits.REFUSED[word]
 
 
+def test_model_name_or_path_is_the_first_argument(tiny_dir):
+  by_name = SentenceEncoder(model_name_or_path=tiny_dir, max_seq_length=16)
+  assert by_name.describe() == SentenceEncoder(tiny_dir, max_seq_length=16).describe()
+  assert SentenceEncoder.from_pretrained(model_name_or_path=tiny_dir, max_seq_length=16).fingerprint == \
+      by_name.fingerprint
+  with pytest.raises(TypeError, match=r"^got the model twice: 'other' and model_name_or_path=.*: give one$"):
+    SentenceEncoder("other", model_name_or_path=tiny_dir)
+
+
+def test_sentence_transformers_training_call_is_refused_in_one_line(tiny_dir):
+  enc = SentenceEncoder(tiny_dir, max_seq_length=16)
+  for args, kwargs in (((), {"train_objectives": [("loader", "loss")], "epochs": 1, "warmup_steps": 100}),
+                       (([("loader", "loss")],), {"epochs": 1})):
+    with pytest.raises(ValueError, match=r"^fit\(train_objectives=...\) is sentence-transformers' training of the "
+                                         r"model: .*run_siamese.py fine-tunes the BERT") as refused:
+      enc.fit(*args, **kwargs)
+    assert "\n" not in str(refused.value)
+  with pytest.raises(TypeError, match=r"^fit\(\) got unexpected keyword arguments: epochs, methd$"):
+    enc.fit(SENTENCES, methd="whitening", epochs=1)
+  with pytest.raises(TypeError, match=r"^fit\(\) missing its sentences"):
+    enc.fit()
+  assert enc.calibration is None
+
+
+def test_the_tokenizer_takes_a_string_as_a_batch_of_one(tiny_dir):
+  enc = SentenceEncoder(tiny_dir, max_seq_length=16)
+  one = enc.tokenizer("the dog runs .")
+  assert sorted(one) == ["input_mask", "input_type_ids", "input_word_ids"] and one["input_word_ids"].shape == (1, 16)
+  listed = enc.tokenizer(["the dog runs .", "a man"])
+  for name, ids in one.items():
+    np.testing.assert_array_equal(ids.numpy()[0], listed[name].numpy()[0])
+  assert one["input_mask"].numpy().sum() == enc.tokenize("the dog runs .")["input_mask"].numpy().sum() == 6
+
+
 def test_trust_remote_code_true_is_refused(tiny_dir):
   with pytest.raises(ValueError, match=r"^trust_remote_code=True: this package runs no code"):
     SentenceEncoder.from_pretrained(tiny_dir, trust_remote_code=True)

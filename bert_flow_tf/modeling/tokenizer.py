@@ -198,7 +198,11 @@ class BertTokenizer(tf.Module):
     return packing.input_dict(word_ids, mask)
 
   def __call__(self, sentences, seq_length=None):
-    """`pack(tokenize(sentences), seq_length)`: tf.string [B] -> dict of three int32 [B, S]."""
+    """`pack(tokenize(sentences), seq_length)`: tf.string [B] (or a list of str) -> dict of three int32 [B, S]; a
+    Python str is a batch of one, [1, S] (Hugging Face's tokenizer, as sentence-transformers users call it, returns
+    its input_ids and attention_mask unpadded)."""
+    if isinstance(sentences, str):
+      sentences = [sentences]
     return self.pack(self.tokenize(sentences), seq_length)
 
   def _checked_seq_length(self, seq_length):
