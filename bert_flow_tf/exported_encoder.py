@@ -156,7 +156,7 @@ class ExportedEncoder(st_api.StApi):
     Hamming distance with int8 rescoring of `candidates` ("binary", binary_search/<version>).
 
     Args:
-      queries: str or list of n str.
+      queries: str or list of n str (bytes: UTF-8 text, `text_inputs`).
       k: int >= 1.
       precision: "float32", "binary", or None: the search model the export has (float32 when it has both).
       candidates: int >= k or None (`hamming_search.candidates_for`), the Hamming-nearest rescored (binary).

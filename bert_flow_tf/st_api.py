@@ -201,8 +201,8 @@ class StApi(st_habits.Devices):
     """Sentence vectors in input order, as sentence-transformers' `SentenceTransformer.encode` (docs/api.md).
 
     Args:
-      inputs: str, list of str or numpy string array (sentence-transformers 6's name; its earlier `sentences=` is
-        taken too, as 6 takes it).
+      inputs: str, list of str or numpy string array; bytes are UTF-8 text (`text_inputs`) (sentence-transformers
+        6's name; its earlier `sentences=` is taken too, as 6 takes it).
       prompt_name: str or None, a key of `prompts`; prompt: str or None, put before each sentence (wins).
       batch_size: int or None (the object's), sentences per BERT batch.
       show_progress_bar: True, False or None (auto: after 5 s with work left; utils.progress).
@@ -237,7 +237,7 @@ class StApi(st_habits.Devices):
     progress.check_show(show_progress_bar)
     if output_value not in OUTPUT_VALUES:
       raise ValueError(f"output_value {output_value!r} is not one of {OUTPUT_VALUES}")
-    single = isinstance(sentences, str)
+    single = text_inputs.is_one(sentences)
     texts = text_inputs.sentence_list(sentences)
     prompt = self._prompt(prompt_name, prompt)
     if prompt:

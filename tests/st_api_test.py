@@ -119,6 +119,26 @@ def test_refusals_are_one_line(enc):
       enc.semantic_search("a man", ["a dog"], top_k=top_k)
 
 
+def test_bytes_are_utf8_text_on_every_door(enc):
+  texts = ["a man plays the guitar .", "the dog runs"]
+  raw = [t.encode("utf-8") for t in texts]
+  want = enc.encode(texts)
+  for given in (raw, np.array(raw), np.array(texts), [raw[0], texts[1]], np.array(raw, dtype=object)):
+    np.testing.assert_array_equal(enc.encode(given), want)  # the text, not "b'a man ...'"
+    np.testing.assert_array_equal(enc.encode_raw(given), enc.encode_raw(texts))
+    np.testing.assert_array_equal(enc.similarity(given, texts), enc.similarity(texts, texts))
+    assert enc.semantic_search(given, texts, top_k=1) == enc.semantic_search(texts, texts, top_k=1)
+    for name, value in enc.tokenize(given).items():
+      np.testing.assert_array_equal(value, enc.tokenize(texts)[name])
+  np.testing.assert_array_equal(enc.encode(raw[0]), want[0])  # one bytes, one sentence: a [D] vector
+  np.testing.assert_array_equal(enc.similarity_pairwise(np.array(raw), texts), [1.0, 1.0])
+  for given in ([b"a man", b"the \xe9 dog"], np.array([b"a man", b"the \xe9 dog"])):
+    for call in (enc.encode, enc.encode_raw, enc.tokenize, lambda x: enc.similarity(x, texts)):
+      with pytest.raises(ValueError, match=r"^sentences must be UTF-8 text; item 1 is not \(invalid continuation "
+                                           r"byte at byte 4\): b'the \\xe9 dog'$"):
+        call(given)
+
+
 def test_similarity_functions_accept_sentences_vectors_and_numpy_strings(enc):
   a = np.array([[1.0, 0.0], [3.0, 4.0]], np.float32)
   b = np.array([[0.0, 2.0]], np.float32)
