@@ -163,13 +163,13 @@ class StApi(st_habits.Devices):
     Args:
       queries: str, list of n str, numpy string array, or vectors float [n, D].
       corpus: the same, m of them (encode a large corpus once and pass its vectors).
-      top_k: int >= 1.
+      top_k: int >= 1, of any size: min(top_k, m) hits.
       precision, rescore, candidates, num_lists, nprobe: `code_search.semantic_search`'s (None: its defaults).
 
     Returns:
       list of n lists of {"corpus_id": int, "score": float}, best first.
     """
-    search.check_top_k(top_k)
+    top_k = search.check_top_k(top_k)
     hamming_search.check_search_precision(precision)
     return code_search.semantic_search(self.vectors_of(queries, True), self.vectors_of(corpus, True), top_k,
                                        precision, rescore, candidates, self.sentence_codes.kept_ranges(),
