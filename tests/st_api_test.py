@@ -1,6 +1,7 @@
 """sentence-transformers' calls on SentenceEncoder (bert_flow_tf/st_api.py), on the tiny random BERT (D = 16)."""
 import re
 import logging
+import sys
 
 import numpy as np
 import pytest
@@ -137,6 +138,17 @@ def test_bytes_are_utf8_text_on_every_door(enc):
       with pytest.raises(ValueError, match=r"^sentences must be UTF-8 text; item 1 is not \(invalid continuation "
                                            r"byte at byte 4\): b'the \\xe9 dog'$"):
         call(given)
+
+
+def test_a_long_sentence_is_read_as_its_cut_and_not_kept(enc):
+  long = " ".join(["a man plays the guitar ."] * 400)  # 10,000 characters, 2,400 pieces: the first 14 are read
+  cut = enc.embedder.bounded([long])[0].decode()
+  assert cut == " ".join(long.split()[:15])  # max_seq_length 16: 14 pieces and the one that says it was cut
+  refs = sys.getrefcount(long)
+  np.testing.assert_array_equal(enc.encode(long), enc.encode(cut))
+  np.testing.assert_array_equal(enc.encode(long, output_value="token_embeddings"),
+                                enc.encode(cut, output_value="token_embeddings"))
+  assert sys.getrefcount(long) == refs  # nothing holds the sentence: the cut count keeps its hash, the store its key
 
 
 def test_similarity_functions_accept_sentences_vectors_and_numpy_strings(enc):
