@@ -113,9 +113,11 @@ class CalibratedEmbedder:
       ValueError: fit_config's Glow config does not load or gives fewer pairs than one step, or sentences that are
         not a list of str (from_store: of str) or vectors of width D.
     """
-    if isinstance(sentences, str):
-      raise ValueError(f"fit needs a list of sentences, got one str: {sentences!r}")
-    is_text = isinstance(sentences, (list, tuple)) and all(isinstance(s, str) for s in sentences)
+    if text_inputs.is_one(sentences):
+      raise ValueError(f"fit needs a list of sentences, got one {type(sentences).__name__}: {sentences!r}")
+    texts = text_inputs.texts_of(sentences)
+    is_text = texts is not None
+    sentences = sentences if texts is None else texts
     if from_store and not is_text:
       raise ValueError("fit(from_store=True) reads the sentences' vectors from the store: give a list of str")
     if method == calibrator.FLOW:

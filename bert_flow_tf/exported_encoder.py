@@ -71,6 +71,13 @@ def encode_with_saved_model(model, sentences, batch_size=settings.BATCH_SENTENCE
   return out
 
 
+def _graph_count(count):
+  """A checked count (a Python int >= 1: k, candidates, nprobe) as the int32 scalar the search graphs take. They use
+  min(count, M) (M: corpus rows, or lists for nprobe, both below 2**31), so a larger count is cut to 2**31 - 1, the
+  same answer, never wrapped around to a small or negative int32."""
+  return tf.constant(min(count, np.iinfo(np.int32).max), tf.int32)
+
+
 def latest_version(export_dir, kind="text"):
   """The highest numeric version under export_dir/<kind>/ (TF Serving's choice). Returns int."""
   folder = os.path.join(export_dir, kind)
@@ -165,8 +172,8 @@ class ExportedEncoder(st_api.StApi):
     Hamming distance with int8 rescoring of `candidates` ("binary", binary_search/<version>).
 
     Args:
-      queries: str or list of n str.
-      k: int >= 1.
+      queries: str or list of n str (bytes: UTF-8 text, `text_inputs`).
+      k: int >= 1, of any size: min(k, corpus size) hits.
       precision: "float32", "binary", or None: the search model the export has (float32 when it has both).
       candidates: int >= k or None (`hamming_search.candidates_for`), the Hamming-nearest rescored (binary).
       nprobe: int >= 1, the lists of an inverted-file index probed (binary, its "search_probe" signature); None:
@@ -175,7 +182,7 @@ class ExportedEncoder(st_api.StApi):
     Returns:
       list of n lists of {"corpus_id": int, "score": float, "sentence": str}, best first.
     """
-    search.check_top_k(k, "k")
+    k = search.check_top_k(k, "k")
     held = self.search_precisions
     if not held:
       raise ValueError("this export has no corpus to search: export it with SentenceEncoder.export(..., corpus=...)")
@@ -185,15 +192,15 @@ class ExportedEncoder(st_api.StApi):
                        f"it with search={precision!r}")
     model = self.search_model if precision == "float32" else self.binary_search_model
     queries = text_inputs.sentence_list(queries)
-    inputs = {"queries": tf.constant(queries, tf.string), "k": tf.constant(k, tf.int32)}
+    inputs = {"queries": tf.constant(queries, tf.string), "k": _graph_count(k)}
     signature = "serving_default"
     if precision == "binary":
-      inputs["candidates"] = tf.constant(hamming_search.candidates_for(k, candidates), tf.int32)
+      inputs["candidates"] = _graph_count(hamming_search.candidates_for(k, candidates))
     if nprobe is not None:
       if precision != "binary" or "search_probe" not in model.signatures:
         raise ValueError("nprobe needs a binary search export with an inverted-file index (num_lists >= 1); this "
                          f"{precision} search scans every vector")
-      inputs["nprobe"] = tf.constant(ivf_index.check_nprobe(nprobe), tf.int32)
+      inputs["nprobe"] = _graph_count(ivf_index.check_nprobe(nprobe))
       signature = "search_probe"
     out = model.signatures[signature](**inputs)
     indices, scores, sentences = (out[name].numpy() for name in ("indices", "scores", "sentences"))

@@ -60,10 +60,11 @@ def cos_sim(a, b):
 
 
 def check_top_k(top_k, name="top_k"):
-  """Returns `top_k` if it is an int >= 1, else raises ValueError in one line naming `name`."""
+  """`top_k` as a Python int if it is an int >= 1 (numpy ints too, of any size), else ValueError in one line naming
+  `name` (bools and floats are refused). A search answers min(top_k, corpus size) hits, as sentence-transformers."""
   if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
     raise ValueError(f"{name} must be an int >= 1, got {top_k!r}")
-  return top_k
+  return int(top_k)
 
 
 def semantic_search(query_vectors, corpus_vectors, query_chunk_size=100, corpus_chunk_size=500000, top_k=10,
@@ -82,14 +83,14 @@ def semantic_search(query_vectors, corpus_vectors, query_chunk_size=100, corpus_
   Returns:
     list of n lists of {"corpus_id": int, "score": float}, best first (equal scores: lower corpus_id first).
   """
-  check_top_k(top_k)
-  check_top_k(query_chunk_size, "query_chunk_size")
-  check_top_k(corpus_chunk_size, "corpus_chunk_size")
+  top_k = check_top_k(top_k)
+  query_chunk_size = check_top_k(query_chunk_size, "query_chunk_size")
+  corpus_chunk_size = check_top_k(corpus_chunk_size, "corpus_chunk_size")
   score_function = score_function or cos_sim
   queries, corpus = np.atleast_2d(query_vectors), np.atleast_2d(corpus_vectors)
   if not len(corpus):
     return [[] for _ in queries]  # as sentence-transformers: no corpus vectors, no hits
-  k = min(int(top_k), len(corpus))
+  k = min(top_k, len(corpus))
   results = []
   for q in range(0, len(queries), query_chunk_size):
     scores, ids = [], []                                                    # the best k of each corpus chunk

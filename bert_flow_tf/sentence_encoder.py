@@ -172,7 +172,7 @@ class SentenceEncoder(st_api.StApi):
 
   def tokenize(self, texts):
     """The model's inputs for `texts` (str or list), packed to the longest: dict packing.INPUT_NAMES -> int32 [n, S]."""
-    texts = text_inputs.sentence_list(texts)
+    texts = self.embedder.bounded(text_inputs.sentence_list(texts))  # the pieces up to max_seq_length
     pieces = self.embedder.tokenizer.tokenize(tf.constant(texts, tf.string))
     return packing.pack_to_longest(self.embedder.tokenizer, pieces)
 

@@ -164,13 +164,13 @@ class StApi(st_habits.Devices, st_habits.TorchCalls):
     Args:
       queries: str, list of n str, numpy string array, or vectors float [n, D].
       corpus: the same, m of them (encode a large corpus once and pass its vectors).
-      top_k: int >= 1.
+      top_k: int >= 1, of any size: min(top_k, m) hits.
       precision, rescore, candidates, num_lists, nprobe: `code_search.semantic_search`'s (None: its defaults).
 
     Returns:
       list of n lists of {"corpus_id": int, "score": float}, best first.
     """
-    search.check_top_k(top_k)
+    top_k = search.check_top_k(top_k)
     hamming_search.check_search_precision(precision)
     return code_search.semantic_search(self.vectors_of(queries, True), self.vectors_of(corpus, True), top_k,
                                        precision, rescore, candidates, self.sentence_codes.kept_ranges(),
@@ -202,8 +202,8 @@ class StApi(st_habits.Devices, st_habits.TorchCalls):
     """Sentence vectors in input order, as sentence-transformers' `SentenceTransformer.encode` (docs/api.md).
 
     Args:
-      inputs: str, list of str or numpy string array (sentence-transformers 6's name; its earlier `sentences=` is
-        taken too, as 6 takes it).
+      inputs: str, list of str or numpy string array; bytes are UTF-8 text (`text_inputs`) (sentence-transformers
+        6's name; its earlier `sentences=` is taken too, as 6 takes it).
       prompt_name: str or None, a key of `prompts`; prompt: str or None, put before each sentence (wins).
       batch_size: int or None (the object's), sentences per BERT batch.
       show_progress_bar: True, False or None (auto: after 5 s with work left; utils.progress).
@@ -237,7 +237,7 @@ class StApi(st_habits.Devices, st_habits.TorchCalls):
     progress.check_show(show_progress_bar)
     if output_value not in OUTPUT_VALUES:
       raise ValueError(f"output_value {output_value!r} is not one of {OUTPUT_VALUES}")
-    single = isinstance(sentences, str)
+    single = text_inputs.is_one(sentences)
     texts = text_inputs.sentence_list(sentences)
     prompt = self._prompt(prompt_name, prompt)
     if prompt:

@@ -82,9 +82,10 @@ def paraphrase_mining_embeddings(embeddings, query_chunk_size=5000, corpus_chunk
   Returns:
     list of [score float, i int, j int] with i < j, highest score first (at most max_pairs pairs).
   """
-  for value, name in ((query_chunk_size, "query_chunk_size"), (corpus_chunk_size, "corpus_chunk_size"),
-                      (max_pairs, "max_pairs"), (top_k, "top_k")):
-    check_top_k(value, name)
+  query_chunk_size, corpus_chunk_size, max_pairs, top_k = (
+      check_top_k(value, name) for value, name in ((query_chunk_size, "query_chunk_size"),
+                                                   (corpus_chunk_size, "corpus_chunk_size"),
+                                                   (max_pairs, "max_pairs"), (top_k, "top_k")))
   embeddings = np.atleast_2d(embeddings)
   n = len(embeddings)
   heap, queued, min_score = [], set(), -np.inf
@@ -127,8 +128,8 @@ def community_detection(embeddings, threshold=0.75, min_community_size=10, batch
     list of communities (lists of int, the central row first), largest first.
   """
   del show_progress_bar
-  check_top_k(min_community_size, "min_community_size")
-  check_top_k(batch_size, "batch_size")
+  min_community_size = check_top_k(min_community_size, "min_community_size")
+  batch_size = check_top_k(batch_size, "batch_size")
   embeddings = normalize(np.atleast_2d(np.asarray(embeddings, np.float32)))
   size = min(min_community_size, len(embeddings))
   found = []

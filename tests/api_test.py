@@ -207,7 +207,10 @@ def test_export_with_a_corpus_serves_encode_and_search(tiny, tmp_path):
     assert [h["sentence"] for h in g] == [SENTENCES[i] for i in ids]
     assert [s.decode() for s in served["sentences"][q]] == [SENTENCES[i] for i in ids]
   assert len(exported.search("dog", k=50)[0]) == len(SENTENCES)  # k capped at the corpus size
-  for k in (0, -2, 1.5):
+  assert exported.search(b"dog", k=3) == exported.search(np.array(["dog"]), k=3) == exported.search("dog", k=3)
+  for k in (2 ** 31, 2 ** 32 + 3, np.int64(2 ** 40)):  # past int32 too, never wrapped
+    assert exported.search("dog", k=k) == exported.search("dog", k=50)
+  for k in (0, -2, 1.5, True):
     with pytest.raises(ValueError, match=f"^k must be an int >= 1, got {k!r}$"):  # one line, not TF's error
       exported.search("dog", k=k)
   np.testing.assert_allclose(exported.similarity(np.array(QUERIES), SENTENCES[:2]),  # numpy strings

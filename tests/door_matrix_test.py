@@ -146,6 +146,17 @@ def test_bad_sentences_and_batch_sizes_are_one_line_on_the_exported_encoder(door
     bert_flow_tf.ExportedEncoder(doors["export"], batch_size=0)
 
 
+def test_bytes_are_utf8_text_on_the_exported_encoder(exported):
+  raw = [s.encode("utf-8") for s in BATCH]
+  for given in (raw, np.array(raw)):  # the text, not "b'a man ...'"
+    np.testing.assert_array_equal(exported.encode(given), exported.encode(BATCH))
+    np.testing.assert_array_equal(exported.similarity(given, BATCH[:2]), exported.similarity(BATCH, BATCH[:2]))
+  np.testing.assert_array_equal(exported.encode(raw[0]), exported.encode(BATCH[0]))
+  with pytest.raises(ValueError, match=r"^sentences must be UTF-8 text; item 1 is not \(invalid start byte at byte "
+                                       r"0\): b'\\xff'$"):
+    exported.encode(np.array([b"a man", b"\xff"]))
+
+
 def test_search_on_an_export_without_a_corpus_is_one_line(exported):
   with pytest.raises(ValueError, match=r"^this export has no corpus to search: export it with "):
     exported.search("a man")

@@ -1,4 +1,6 @@
 """search.semantic_search in sentence-transformers' signature: chunking changes no ranking, ties keep corpus order."""
+import re
+
 import numpy as np
 import pytest
 
@@ -34,3 +36,13 @@ def test_score_function_and_bad_arguments():
                        (dict(corpus_chunk_size=1.5), "corpus_chunk_size")):
     with pytest.raises(ValueError, match=f"{name} must be an int >= 1"):
       search.semantic_search(a, corpus, **kwargs)
+
+
+def test_top_k_is_a_python_int_of_any_size_and_never_more_than_the_corpus():
+  corpus = np.eye(3, dtype=np.float32)
+  for top_k in (3, 2 ** 31, 2 ** 64, np.int64(2 ** 40), np.uint64(2 ** 63)):
+    assert type(search.check_top_k(top_k)) is int and search.check_top_k(top_k) == top_k
+    assert [h["corpus_id"] for h in search.semantic_search(corpus[:1], corpus, top_k=top_k)[0]] == [0, 1, 2]
+  for top_k in (0, -1, True, 2.0, np.float64(2), "2", None):
+    with pytest.raises(ValueError, match=f"^top_k must be an int >= 1, got {re.escape(repr(top_k))}$"):
+      search.check_top_k(top_k)

@@ -1,6 +1,7 @@
 """sentence-transformers' calls on SentenceEncoder (bert_flow_tf/st_api.py), on the tiny random BERT (D = 16)."""
 import re
 import logging
+import sys
 
 import numpy as np
 import pytest
@@ -134,6 +135,37 @@ def test_a_torch_models_calls_are_refused_in_one_line_saying_what_to_use(enc):
       call(*args)
     assert "\n" not in str(refused.value)
   assert enc and enc.encode("a man").shape == (16,)  # an encoder is never empty, and still encodes
+
+
+def test_bytes_are_utf8_text_on_every_door(enc):
+  texts = ["a man plays the guitar .", "the dog runs"]
+  raw = [t.encode("utf-8") for t in texts]
+  want = enc.encode(texts)
+  for given in (raw, np.array(raw), np.array(texts), [raw[0], texts[1]], np.array(raw, dtype=object)):
+    np.testing.assert_array_equal(enc.encode(given), want)  # the text, not "b'a man ...'"
+    np.testing.assert_array_equal(enc.encode_raw(given), enc.encode_raw(texts))
+    np.testing.assert_array_equal(enc.similarity(given, texts), enc.similarity(texts, texts))
+    assert enc.semantic_search(given, texts, top_k=1) == enc.semantic_search(texts, texts, top_k=1)
+    for name, value in enc.tokenize(given).items():
+      np.testing.assert_array_equal(value, enc.tokenize(texts)[name])
+  np.testing.assert_array_equal(enc.encode(raw[0]), want[0])  # one bytes, one sentence: a [D] vector
+  np.testing.assert_array_equal(enc.similarity_pairwise(np.array(raw), texts), [1.0, 1.0])
+  for given in ([b"a man", b"the \xe9 dog"], np.array([b"a man", b"the \xe9 dog"])):
+    for call in (enc.encode, enc.encode_raw, enc.tokenize, lambda x: enc.similarity(x, texts)):
+      with pytest.raises(ValueError, match=r"^sentences must be UTF-8 text; item 1 is not \(invalid continuation "
+                                           r"byte at byte 4\): b'the \\xe9 dog'$"):
+        call(given)
+
+
+def test_a_long_sentence_is_read_as_its_cut_and_not_kept(enc):
+  long = " ".join(["a man plays the guitar ."] * 400)  # 10,000 characters, 2,400 pieces: the first 14 are read
+  cut = enc.embedder.bounded([long])[0].decode()
+  assert cut == " ".join(long.split()[:15])  # max_seq_length 16: 14 pieces and the one that says it was cut
+  refs = sys.getrefcount(long)
+  np.testing.assert_array_equal(enc.encode(long), enc.encode(cut))
+  np.testing.assert_array_equal(enc.encode(long, output_value="token_embeddings"),
+                                enc.encode(cut, output_value="token_embeddings"))
+  assert sys.getrefcount(long) == refs  # nothing holds the sentence: the cut count keeps its hash, the store its key
 
 
 def test_similarity_functions_accept_sentences_vectors_and_numpy_strings(enc):

@@ -20,11 +20,13 @@ from absl import logging
 
 from bert_flow_tf.embedding import pipeline
 from bert_flow_tf.embedding import settings
+from bert_flow_tf.embedding import store_files
 from bert_flow_tf.modeling import packing
 from bert_flow_tf.modeling import pooling as pooling_lib
 from bert_flow_tf.modeling import pooling_ops
 from bert_flow_tf.modeling.bert_encoder import BertEncoder
 from bert_flow_tf.modeling.tokenizer import BertTokenizer
+from bert_flow_tf.serving import text_bound
 from bert_flow_tf.utils import distribute
 
 
@@ -33,7 +35,8 @@ class QuantityEncoder(tf.Module):
 
   Each sentence is packed alone as `[CLS] pieces [SEP]`, truncated to max_seq_length. An empty or
   whitespace-only sentence has no pieces: its quantities are those of `[CLS] [SEP]`. Encoding runs without
-  dropout and is deterministic.
+  dropout and is deterministic. The tokenizer reads each sentence cut by `bounded` (the same pieces up to
+  max_seq_length), so its memory grows with the tokens read, not with the sentences' characters.
 
   Args:
     model: bert_flow_tf.loaders.LoadedModel.
@@ -59,7 +62,12 @@ class QuantityEncoder(tf.Module):
     self.tokenizer = tokenizer or BertTokenizer(model.vocab_file, model.do_lower_case, max_seq_length)
     self._steps = {}
     self._pipelines = {}  # batch_size -> pipeline.InputPipeline
-    self._cut_reported = set()  # the sentences `warn_cut` counted
+    self._cut_reported = set()  # the keys (store_files.sentence_keys) of the sentences `warn_cut` counted
+
+  def bounded(self, sentences):
+    """Each of a list of n str cut to what its first max_seq_length - 2 word pieces come from, and a piece more when
+    it has more (`text_bound.bound_list`): list of n bytes, what the tokenizer reads of them."""
+    return text_bound.bound_list(sentences, self.max_seq_length, self.tokenizer.do_lower_case)
 
   def replica_function(self, names):
     """The per-replica function for quantity `names`: a batch dict (pipeline.py) -> (dict name -> float32
@@ -107,11 +115,12 @@ class QuantityEncoder(tf.Module):
     if batch_size not in self._pipelines:
       self._pipelines[batch_size] = pipeline.InputPipeline(self.tokenizer, batch_size, self.static_shapes)
     inputs = self._pipelines[batch_size]
+    texts = self.bounded(sentences)
     if len(sentences) <= batch_size and self.strategy.num_replicas_in_sync == 1:
-      batches = [inputs.single_batch(sentences)]       # one batch: no tf.data start-up (single-sentence calls)
+      batches = [inputs.single_batch(texts)]           # one batch: no tf.data start-up (single-sentence calls)
       step = self._distributed_step(names, inputs.element_spec, single_batch=True)
     else:
-      batches = self.strategy.experimental_distribute_dataset(inputs.dataset(sentences))
+      batches = self.strategy.experimental_distribute_dataset(inputs.dataset(texts))
       step = self._distributed_step(names, batches.element_spec)
     seen = np.zeros(len(sentences), bool)
     truncated = 0
@@ -137,8 +146,8 @@ class QuantityEncoder(tf.Module):
     """Warns "k of n sentences were cut to max_seq_length tokens" when `sentences` (list of n str) holds one with
     more word pieces than max_seq_length - 2 that no earlier call of this encoder counted: once per encoder, however
     many times fit, encode and search see the same sentences."""
-    lengths = self.tokenizer.tokenize_list(sentences).row_lengths().numpy() if sentences else []
-    cut = {s for s, n in zip(sentences, lengths) if n > self.max_seq_length - 2}
+    lengths = self.tokenizer.tokenize_list(self.bounded(sentences)).row_lengths().numpy() if sentences else []
+    cut = set(store_files.sentence_keys([s for s, n in zip(sentences, lengths) if n > self.max_seq_length - 2]))
     if cut - self._cut_reported:
       logging.warning("%s of %s sentences were cut to %d tokens (max_seq_length)", f"{len(cut):,}",
                       f"{len(sentences):,}", self.max_seq_length)
@@ -155,9 +164,9 @@ class QuantityEncoder(tf.Module):
       list of n (dict packing.INPUT_NAMES -> int32 [S_i], float32 [S_i, H]), S_i the sentence's tokens with
       [CLS] and [SEP].
     """
-    out = []
-    for start in range(0, len(sentences), batch_size):
-      pieces = self.tokenizer.tokenize(tf.constant(sentences[start:start + batch_size], tf.string))
+    out, texts = [], self.bounded(sentences)
+    for start in range(0, len(texts), batch_size):
+      pieces = self.tokenizer.tokenize(tf.constant(texts[start:start + batch_size], tf.string))
       inputs = packing.pack_to_longest(self.tokenizer, pieces)                    # int32 [B, S]
       tokens = self.encoder(inputs, training=False)["encoder_outputs"][-1]       # [B, S, H]
       lengths = tf.reduce_sum(inputs["input_mask"], axis=1).numpy()

@@ -77,7 +77,7 @@ class InputPipeline:
     return self._pack(*self._tokenize(tf.range(len(sentences), dtype=tf.int64), tf.constant(sentences, tf.string)))
 
   def dataset(self, sentences):
-    """tf.data.Dataset of dicts as in the module notes, over `sentences` (list of str or tf.string [n])."""
+    """tf.data.Dataset of dicts as in the module notes, over `sentences` (list of str or bytes, or tf.string [n])."""
     n = len(sentences)
     dataset = tf.data.Dataset.from_tensor_slices((tf.range(n, dtype=tf.int64), tf.constant(sentences, tf.string)))
     dataset = dataset.batch(_TOKENIZE_CHUNK).map(self._tokenize, num_parallel_calls=tf.data.AUTOTUNE).unbatch()

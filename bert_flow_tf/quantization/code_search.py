@@ -32,6 +32,7 @@ def semantic_search(query_vectors, corpus_vectors, top_k=10, precision="float32"
   Returns:
     list of n lists of {"corpus_id": int, "score": float}, best first.
   """
+  top_k = search.check_top_k(top_k)
   hamming_search.check_search_precision(precision)
   if precision == "float32":
     return search.semantic_search(query_vectors, corpus_vectors, top_k=top_k)

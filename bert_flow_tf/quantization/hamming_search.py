@@ -35,20 +35,18 @@ def check_search_precision(precision):
 def candidates_for(top_k, candidates):
   """The candidates every binary search rescores: None -> max(DEFAULT_CANDIDATES, top_k); an int is checked
   (`check_search_args`: one below top_k is an error, on every search path). Returns int."""
-  if candidates is None and not isinstance(top_k, bool) and isinstance(top_k, (int, np.integer)):
-    candidates = max(DEFAULT_CANDIDATES, int(top_k))
-  check_search_args(top_k, candidates)
-  return int(candidates)
+  if candidates is None:
+    candidates = max(DEFAULT_CANDIDATES, search.check_top_k(top_k))
+  return check_search_args(top_k, candidates)[1]
 
 
 def check_search_args(top_k, candidates):
-  """Raises ValueError unless top_k and candidates are ints with 1 <= top_k <= candidates."""
-  for name, value in (("top_k", top_k), ("candidates", candidates)):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-      raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+  """(top_k, candidates) as Python ints (`search.check_top_k`); ValueError unless 1 <= top_k <= candidates."""
+  top_k, candidates = search.check_top_k(top_k), search.check_top_k(candidates, "candidates")
   if candidates < top_k:
     raise ValueError(f"candidates ({candidates}) must be at least top_k ({top_k}): the rescored set holds the "
                      "results")
+  return top_k, candidates
 
 
 def hamming(query_words, corpus_words):
@@ -83,7 +81,7 @@ def search_codes(query_vectors, corpus, top_k=10, candidates=DEFAULT_CANDIDATES,
   Returns:
     list of n lists of {"corpus_id": int, "score": float}, best first (min(top_k, M) each).
   """
-  check_search_args(top_k, candidates)
+  top_k, candidates = check_search_args(top_k, candidates)
   q = np.atleast_2d(np.asarray(query_vectors, np.float32))
   if q.shape[1] != corpus.dim:
     raise ValueError(f"query vectors of width {q.shape[1]} against a corpus of width {corpus.dim}")

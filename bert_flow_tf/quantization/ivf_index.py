@@ -55,10 +55,8 @@ def check_num_lists(num_lists, rows):
 
 
 def check_nprobe(nprobe):
-  """Returns nprobe if it is an int >= 1, else raises ValueError."""
-  if isinstance(nprobe, bool) or not isinstance(nprobe, (int, np.integer)) or nprobe < 1:
-    raise ValueError(f"nprobe must be an int >= 1, got {nprobe!r}")
-  return int(nprobe)
+  """nprobe as a Python int if it is an int >= 1, else ValueError (`search.check_top_k`)."""
+  return search.check_top_k(nprobe, "nprobe")
 
 
 def fit_centroids(vectors, num_lists, seed=0, iterations=FIT_ITERATIONS):
@@ -150,7 +148,7 @@ def search_index(query_vectors, index, top_k=10, candidates=hamming_search.DEFAU
   Returns:
     list of n lists of {"corpus_id": int, "score": float}, best first (min(top_k, M) each).
   """
-  hamming_search.check_search_args(top_k, candidates)
+  top_k, candidates = hamming_search.check_search_args(top_k, candidates)
   nprobe = default_nprobe(index.num_lists) if nprobe is None else check_nprobe(nprobe)
   q = np.atleast_2d(np.asarray(query_vectors, np.float32))
   if q.shape[1] != index.dim:

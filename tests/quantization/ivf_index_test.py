@@ -184,3 +184,9 @@ def test_an_encoders_stored_corpus_exports_its_index_block_by_block(tmp_path, mo
   np.testing.assert_array_equal(served.binary_search_model.index.words.numpy(), index.words.T)   # a row per word
   got = served.search(["a man plays"], k=3, precision="binary", candidates=8, nprobe=1)
   assert _ids(got) == _ids(ivf_index.search_index(enc.encode(["a man plays"])[:, :10], index, 3, 8, 1))
+  # Counts past int32 are the whole corpus (the graph's min with M), never wrapped to 3 or a negative k.
+  everything = served.search(["a man plays"], k=len(SENTENCES), candidates=len(SENTENCES), nprobe=4)
+  assert len(everything[0]) == len(SENTENCES)
+  for k, candidates, nprobe in ((2 ** 32 + 3, None, None), (2 ** 31, 2 ** 32 + 5, 2 ** 32 + 1),
+                                (np.int64(2 ** 40), np.int64(2 ** 40), np.int64(2 ** 40))):
+    assert served.search(["a man plays"], k=k, candidates=candidates, nprobe=nprobe) == everything

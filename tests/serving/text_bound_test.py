@@ -46,9 +46,21 @@ def test_random_hard_strings_keep_their_first_pieces(vocab, do_lower_case, max_s
                        for _ in range(rng.randrange(1, 30 * max_seq_length))) for _ in range(100)]
   p = max_seq_length - 2
   full = _pieces(tokenizer, sentences)
-  cut = tokenizer.tokenize(text_bound.bound_text(tf.constant(sentences), max_seq_length, do_lower_case)).to_list()
-  assert [f[:p] for f in full] == [c[:p] for c in cut]
-  assert sum(len(c) < len(f) for c, f in zip(cut, full)) > 33  # the cut did cut, in a third of them at least
+  for cut in (text_bound.bound_text(tf.constant(sentences), max_seq_length, do_lower_case),  # the SavedModel's
+              text_bound.bound_list(sentences, max_seq_length, do_lower_case)):               # SentenceEncoder's
+    cut = _pieces(tokenizer, cut)
+    assert [f[:p] for f in full] == [c[:p] for c in cut]
+    assert [len(f) > p for f in full] == [len(c) > p for c in cut]  # a sentence cut to p pieces still shows it
+    assert sum(len(c) < len(f) for c, f in zip(cut, full)) > 33  # the cut did cut, in a third of them at least
+
+
+def test_a_list_is_cut_by_chunks_to_its_first_words(monkeypatch):
+  sentences = [" ".join(["A man plays the guitar."] * 400), "", "the dog", "x" * 300 + " y"] * 3
+  want = [" ".join(("a man plays the guitar .".split() * 400)[:11]), "", "the dog", "x" * 101 + " y"]
+  assert text_bound.bound_list(sentences, 12, True) == [w.encode() for w in want] * 3  # 11 words: 10 pieces + 1
+  monkeypatch.setattr(text_bound, "_CHUNK_CHARS", 50)  # each sentence alone, or two short ones together
+  assert text_bound.bound_list(sentences, 12, True) == [w.encode() for w in want] * 3
+  assert text_bound.bound_list([], 12, True) == []
 
 
 def test_sts_b_sentences_give_the_same_pieces(vocab, data_dir):
