@@ -56,6 +56,15 @@ def test_sigterm_drains_the_requests_in_flight_and_a_full_queue_is_429(tiny_expo
   assert os.path.getsize(tiny_export["tmp"] / "drain.log") < 100000
 
 
+def _answer(future):
+  """A request's (status, headers, answer); None for a connection the server never accepted (still in the listening
+  socket's backlog when the stop closed it, so the kernel resets it: no request of it was read, none is owed)."""
+  try:
+    return future.result(60)
+  except ConnectionResetError:
+    return None
+
+
 @pytest.mark.parametrize("cut", CUTS)
 def test_a_stop_cut_short_answers_503_drops_the_queue_and_exits_75(tiny_export, cut):
   signals, timeout_s, cut_s, words = CUTS[cut]
@@ -74,13 +83,14 @@ def test_a_stop_cut_short_answers_503_drops_the_queue_and_exits_75(tiny_export, 
       for stop_signal in signals:
         server.process.send_signal(stop_signal)
         time.sleep(0.5)  # a signal sent before the last one is handled would be merged into it
-      answers = [future.result(60) for future in pending]
+      answers = [_answer(future) for future in pending]
     exit_status = server.process.wait(60)
     seconds = time.monotonic() - signalled
   finally:
     if server.process.poll() is None:  # a failed check above: no server left behind
       server.process.kill()
   log = server.text()
+  answers = [answer for answer in answers if answer is not None]
   unanswered = [(headers, answer) for status, headers, answer in answers if status != 200]
   assert unanswered and len(unanswered) == sum(status == 503 for status, _, _ in answers), log
   for headers, answer in unanswered:
