@@ -63,8 +63,8 @@ def read_info(export_dir):
   """export_info.json of `export_dir`, as a dict (its fields unchecked: the loader's).
 
   Raises:
-    FileNotFoundError: no such folder. PermissionError: an unreadable one. errors.UserError: no export_info.json (an export's last file), or one that
-      does not read as a JSON object.
+    FileNotFoundError: no such folder. PermissionError: an unreadable one. errors.UserError: no export_info.json (an
+      export's last file), or one that does not read as a JSON object.
   """
   if not os.path.isdir(export_dir):
     raise errors.missing_file("no such export folder", export_dir)
@@ -111,11 +111,9 @@ def _replacing(overwrite):
 
 
 def _files(folder):
-  """The relative paths ("/"-separated) of every file under `folder`, sorted."""
-  names = []
-  for root, _, files in os.walk(folder):
-    names += [os.path.relpath(os.path.join(root, f), folder).replace(os.sep, "/") for f in files]
-  return sorted(names)
+  """The relative paths ("/"-separated) of every file under `folder`, sorted (io_utils.relative_paths less its
+  folders)."""
+  return [path for path in io_utils.relative_paths(folder) if not path.endswith("/")]
 
 
 def _inside(name):
